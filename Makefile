@@ -1,0 +1,41 @@
+# crowdbench: `make demo` runs the platform, `make test` runs the tests.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# The demo always uses the embedded SQLite database, whatever DATABASE_URL says.
+DEMO_DATABASE_URL ?= sqlite:///$(CURDIR)/db.sqlite3
+
+.PHONY: install install-dev demo demo-data test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.runtime
+install-dev: $(VENV)/.dev
+
+demo-data: install
+	DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py migrate --noinput
+	DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py load_demo --host $(HOST) --port $(PORT)
+
+demo: demo-data
+	DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+test: install-dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: install-dev
+	$(BIN)/python bench/ratings.py
+
+clean:
+	rm -rf $(VENV) db.sqlite3 media staticfiles .pytest_cache .hypothesis

@@ -1,0 +1,6 @@
+from django.shortcuts import render
+
+
+def home(request):
+    """Landing page: where researchers and workers go next."""
+    return render(request, "home.html")

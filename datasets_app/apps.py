@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class DatasetsAppConfig(AppConfig):
+    name = "datasets_app"
+    verbose_name = "Benchmark data"
