@@ -1,0 +1,15 @@
+"""Shared test fixtures."""
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# The published VisIT-Bench files live beside the repository and are read in place, never copied.
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"published data folder not found: {SHARED_DATA}")
+    return SHARED_DATA
