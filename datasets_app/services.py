@@ -1,0 +1,283 @@
+"""Writes to the benchmark data: imports, exports and pipeline bookkeeping."""
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterator
+
+from django.core.files.base import ContentFile
+from django.db import transaction
+
+from .models import (
+    AcceptedReference,
+    Caption,
+    Image,
+    Instance,
+    InstanceImage,
+    InstructionFamily,
+    ReferenceCandidate,
+    Source,
+    Verification,
+)
+from .visitbench_csv import (
+    MULTI_IMAGE,
+    PUBLISHED_AUTOMATIC_CAPTION_MODEL,
+    PUBLISHED_CANDIDATE_MODEL,
+    SINGLE_IMAGE,
+    VisitBenchFormatError,
+    VisitBenchRow,
+    read_visitbench_csv,
+    write_visitbench_csv,
+)
+
+OUTCOME_TO_DISCARD_REASON = {
+    Verification.Outcome.CAPTION_PROBLEM: Instance.DiscardReason.CAPTION,
+    Verification.Outcome.RESPONSE_PROBLEM: Instance.DiscardReason.RESPONSE,
+    Verification.Outcome.NO_OUTCOME: Instance.DiscardReason.UNVERIFIED,
+}
+
+
+@dataclass
+class ImportReport:
+    path: str
+    schema: str
+    rows: int
+    created: int
+    skipped_existing: int
+    families_created: int
+    images_created: int
+
+    def summary(self) -> str:
+        return (
+            f"{self.path}: {self.rows} rows ({self.schema.replace('_', '-')}), "
+            f"{self.created} instances created, {self.skipped_existing} already present, "
+            f"{self.families_created} families and {self.images_created} images created"
+        )
+
+
+def import_visitbench_file(*, path: str | Path) -> ImportReport:
+    """Import a published VisIT-Bench CSV, atomically and idempotently.
+
+    The whole file is parsed and validated before anything is written, and the writes run in one
+    transaction: a bad file changes nothing. Rows whose instance already exists are skipped.
+    """
+    path = str(path)
+    schema, rows = read_visitbench_csv(path)
+    with transaction.atomic():
+        counts = {"created": 0, "skipped": 0, "families": 0, "images": 0}
+        families: dict[str, InstructionFamily] = {}
+        for row in rows:
+            family = families.get(row.family)
+            if family is None:
+                family, created = InstructionFamily.objects.get_or_create(
+                    name=row.family, defaults={"is_multi_image": row.is_multi_image}
+                )
+                counts["families"] += created
+                families[row.family] = family
+            if family.is_multi_image != row.is_multi_image:
+                kind = "multi-image" if family.is_multi_image else "single-image"
+                raise VisitBenchFormatError(
+                    path,
+                    f"family '{row.family}' is {kind} but this row says otherwise",
+                    row=row.row_number,
+                    column="is_multiple_images" if schema == MULTI_IMAGE else "instruction_category",
+                )
+            key = Instance.compute_content_key(row.family, row.instruction, row.image_urls)
+            if Instance.objects.filter(content_key=key).exists():
+                counts["skipped"] += 1
+                continue
+            counts["images"] += _create_imported_instance(row=row, family=family, content_key=key)
+            counts["created"] += 1
+    return ImportReport(
+        path=path,
+        schema=schema,
+        rows=len(rows),
+        created=counts["created"],
+        skipped_existing=counts["skipped"],
+        families_created=counts["families"],
+        images_created=counts["images"],
+    )
+
+
+def _create_imported_instance(*, row: VisitBenchRow, family: InstructionFamily, content_key: str) -> int:
+    images_created = 0
+    instance = Instance.objects.create(
+        family=family,
+        instruction=row.instruction,
+        source=Source.IMPORTED,
+        content_key=content_key,
+        dataset_reference=row.dataset_reference,
+        images_metadata=row.images_metadata,
+        status=Instance.Status.VERIFIED,
+    )
+    for position, url in enumerate(row.image_urls):
+        image, created = Image.objects.get_or_create(url=url)
+        images_created += created
+        InstanceImage.objects.create(instance=instance, image=image, position=position)
+    Caption.objects.bulk_create(
+        [
+            Caption(
+                instance=instance,
+                position=position,
+                kind=Caption.Kind.INSTRUCTION_CONDITIONED,
+                text=text,
+                source=Source.IMPORTED,
+            )
+            for position, text in row.dense_captions.items()
+        ]
+        + [
+            Caption(
+                instance=instance,
+                position=position,
+                kind=Caption.Kind.AUTOMATIC,
+                text=text,
+                model_name=PUBLISHED_AUTOMATIC_CAPTION_MODEL,
+                source=Source.IMPORTED,
+            )
+            for position, text in row.automatic_captions.items()
+        ]
+    )
+    if row.human_reference is not None:
+        AcceptedReference.objects.create(
+            instance=instance, text=row.human_reference, origin=AcceptedReference.Origin.HUMAN_WRITTEN
+        )
+    if row.candidate_text is not None:
+        candidate = ReferenceCandidate.objects.create(
+            instance=instance,
+            text=row.candidate_text,
+            model_name=PUBLISHED_CANDIDATE_MODEL,
+            source=Source.IMPORTED,
+        )
+        outcome = Verification.Outcome(row.verification_outcome)
+        Verification.objects.create(
+            candidate=candidate, outcome=outcome, source=Source.IMPORTED, is_aggregate=True
+        )
+        if outcome == Verification.Outcome.CORRECT:
+            AcceptedReference.objects.create(
+                instance=instance,
+                text=candidate.text,
+                origin=AcceptedReference.Origin.VERIFIED_CANDIDATE,
+                candidate=candidate,
+            )
+        else:
+            instance.status = Instance.Status.DISCARDED
+            instance.discard_reason = OUTCOME_TO_DISCARD_REASON[outcome]
+            instance.save(update_fields=["status", "discard_reason"])
+    return images_created
+
+
+# --- export ------------------------------------------------------------------------------------
+
+
+def instance_as_visitbench_row(instance: Instance) -> VisitBenchRow:
+    """The published-schema view of an instance (the inverse of the import)."""
+    images = [link.image for link in instance.image_links.all()]
+    captions = [c for c in instance.captions.all() if c.is_current]
+    dense = {c.position: c.text for c in captions if c.kind == Caption.Kind.INSTRUCTION_CONDITIONED}
+    automatic = {c.position: c.text for c in captions if c.kind == Caption.Kind.AUTOMATIC}
+    candidates = list(instance.reference_candidates.all())
+    # The candidate that carries the final verdict is the one the file describes.
+    judged = [c for c in candidates if any(v.is_aggregate for v in c.verifications.all())]
+    candidate = (judged or candidates or [None])[-1]
+    outcome = None
+    if candidate is not None:
+        verdicts = [v for v in candidate.verifications.all() if v.is_aggregate]
+        outcome = verdicts[0].outcome if verdicts else None
+    reference = getattr(instance, "accepted_reference", None)
+    return VisitBenchRow(
+        row_number=instance.pk,
+        family=instance.family.name,
+        is_multi_image=instance.family.is_multi_image,
+        instruction=instance.instruction,
+        image_urls=[image.url or image.file.url for image in images],
+        dense_captions=dense,
+        automatic_captions=automatic,
+        candidate_text=candidate.text if candidate else None,
+        verification_outcome=outcome,
+        dataset_reference=instance.dataset_reference,
+        human_reference=reference.text if reference else None,
+        images_metadata=instance.images_metadata,
+    )
+
+
+def iter_visitbench_rows(*, schema: str) -> Iterator[VisitBenchRow]:
+    instances = (
+        Instance.objects.filter(family__is_multi_image=(schema == MULTI_IMAGE))
+        .select_related("family", "accepted_reference")
+        .prefetch_related(
+            "image_links__image", "captions", "reference_candidates__verifications"
+        )
+        .order_by("id")
+    )
+    for instance in instances:
+        yield instance_as_visitbench_row(instance)
+
+
+def export_visitbench(*, handle: IO[str], schema: str) -> int:
+    """Write every instance of one split in its published schema; returns the row count."""
+    if schema not in (SINGLE_IMAGE, MULTI_IMAGE):
+        raise ValueError(f"unknown schema {schema!r}")
+    return write_visitbench_csv(handle, schema, iter_visitbench_rows(schema=schema))
+
+
+# --- images ------------------------------------------------------------------------------------
+
+# Formats a worker may upload; the stored extension comes from what Pillow detects, not the name.
+ALLOWED_IMAGE_FORMATS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp"}
+MAX_IMAGE_PIXELS = 40_000_000
+
+
+class ImageValidationError(ValueError):
+    pass
+
+
+def inspect_image_bytes(content: bytes) -> tuple[str, int, int]:
+    """Validate uploaded bytes as an image; returns (format, width, height)."""
+    from django.conf import settings
+    from PIL import Image as PILImage
+    from PIL import UnidentifiedImageError
+
+    if not content:
+        raise ImageValidationError("the file is empty")
+    if len(content) > settings.MAX_IMAGE_UPLOAD_BYTES:
+        limit_mb = settings.MAX_IMAGE_UPLOAD_BYTES / (1024 * 1024)
+        raise ImageValidationError(f"the file is larger than {limit_mb:g} MB")
+    try:
+        with PILImage.open(io.BytesIO(content)) as probe:
+            fmt, (width, height) = probe.format, probe.size
+            if width * height > MAX_IMAGE_PIXELS:
+                raise ImageValidationError(f"the image is too large ({width}×{height} pixels)")
+            probe.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, PILImage.DecompressionBombError) as exc:
+        raise ImageValidationError("the file is not a readable image") from exc
+    if fmt not in ALLOWED_IMAGE_FORMATS:
+        allowed = ", ".join(sorted(ALLOWED_IMAGE_FORMATS))
+        raise ImageValidationError(f"image format {fmt} is not accepted (use {allowed})")
+    return fmt, width, height
+
+
+def store_image(
+    *, content: bytes, license: str, creator: str = "", source_url: str = "", category: str = ""
+) -> Image:
+    """Validate and store an image file; the same bytes are stored once (matched by SHA-256)."""
+    fmt, width, height = inspect_image_bytes(content)
+    digest = hashlib.sha256(content).hexdigest()
+    existing = Image.objects.filter(sha256=digest).exclude(file="").first()
+    if existing is not None:
+        return existing
+    image = Image(
+        sha256=digest,
+        size_bytes=len(content),
+        width=width,
+        height=height,
+        license=license,
+        creator=creator,
+        source_url=source_url,
+        category=category,
+    )
+    image.file.save(f"{digest[:16]}.{ALLOWED_IMAGE_FORMATS[fmt]}", ContentFile(content), save=False)
+    image.full_clean()
+    image.save()
+    return image

@@ -1,0 +1,40 @@
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+pytestmark = pytest.mark.django_db
+
+
+def yield_json():
+    out = io.StringIO()
+    call_command("yield_report", "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_multi_image_file_reproduces_paper_table_2(shared_data):
+    call_command("import_visitbench", str(shared_data / "visit_bench_multi_images.csv"), stdout=io.StringIO())
+    report = yield_json()
+    multi = report["splits"]["multi_image"]
+    assert multi["candidates"] == 100
+    assert (multi["kept_pct"], multi["caption_problem_pct"], multi["response_problem_pct"]) == (63.0, 6.0, 30.0)
+    assert report["splits"]["single_image"]["candidates"] == 0
+    assert report["splits"]["all"]["kept_pct"] == 63.0
+
+
+def test_empty_database_reports_zeros():
+    report = yield_json()
+    assert set(report["splits"]) == {"single_image", "multi_image", "all"}
+    assert report["splits"]["all"] == {
+        "candidates": 0, "kept_pct": 0.0, "caption_problem_pct": 0.0,
+        "response_problem_pct": 0.0, "harmful_pct": 0.0,
+    }
+
+
+def test_table_output(shared_data):
+    call_command("import_visitbench", str(shared_data / "visit_bench_multi_images.csv"), stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("yield_report", stdout=out)
+    line = [l for l in out.getvalue().splitlines() if l.startswith("multi-image")][0]
+    assert line.split() == ["multi-image", "100", "63.0", "6.0", "30.0"]
