@@ -18,9 +18,12 @@ from .models import (
     InstanceImage,
     InstructionFamily,
     ReferenceCandidate,
+    Review,
+    ReviewSet,
     Source,
     Verification,
 )
+from .review_sets_io import ReviewSetFormatError, read_review_sets
 from .visitbench_csv import (
     MULTI_IMAGE,
     PUBLISHED_AUTOMATIC_CAPTION_MODEL,
@@ -281,3 +284,65 @@ def store_image(
     image.full_clean()
     image.save()
     return image
+
+
+# --- IRR review sets ---------------------------------------------------------------------------
+
+
+@dataclass
+class ReviewImportReport:
+    path: str
+    records: int
+    created: int
+    skipped_existing: int
+
+    def summary(self) -> str:
+        return (
+            f"{self.path}: {self.records} review sets, {self.created} created, "
+            f"{self.skipped_existing} already present"
+        )
+
+
+def import_review_sets_file(*, path: str | Path) -> ReviewImportReport:
+    """Import IRR review sets (CSV or JSONL), atomically; sets already present are skipped.
+
+    Every record, including its image file, is validated before anything is written.
+    """
+    path = str(path)
+    records = read_review_sets(path)
+    image_bytes: dict[int, bytes] = {}
+    for record in records:
+        if record.image_path is not None:
+            content = record.image_path.read_bytes()
+            try:
+                inspect_image_bytes(content)
+            except ImageValidationError as exc:
+                raise ReviewSetFormatError(path, str(exc), row=record.row_number, column="image_path") from exc
+            image_bytes[record.row_number] = content
+    created = skipped = 0
+    with transaction.atomic():
+        for record in records:
+            if ReviewSet.objects.filter(external_id=record.item_id, language=record.language).exists():
+                skipped += 1
+                continue
+            if record.row_number in image_bytes:
+                image = store_image(
+                    content=image_bytes[record.row_number], license=record.license,
+                    creator=record.creator, source_url=record.source_url, category=record.category,
+                )
+            else:
+                image, _ = Image.objects.get_or_create(
+                    url=record.image_url,
+                    defaults=dict(license=record.license, creator=record.creator,
+                                  source_url=record.source_url, category=record.category),
+                )
+            review_set = ReviewSet.objects.create(
+                external_id=record.item_id, image=image, category=record.category,
+                language=record.language, source=Source.IMPORTED,
+            )
+            Review.objects.bulk_create(
+                Review(review_set=review_set, prompt_rank=rank, text=text)
+                for rank, text in sorted(record.reviews.items())
+            )
+            created += 1
+    return ReviewImportReport(path=path, records=len(records), created=created, skipped_existing=skipped)
