@@ -5,6 +5,7 @@ in-process. Production sets ``SECRET_KEY``, ``DEBUG=0``, ``ALLOWED_HOSTS`` and `
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -168,3 +169,56 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
     SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# --- LLM -------------------------------------------------------------------------------------------
+# Any OpenAI-compatible server (OpenAI, Azure, vLLM, Ollama); see docs/llm.md. The key lives only
+# in the environment and in memory: it is never written to the database or to a log.
+def env_number(name: str, default: str, cast):
+    raw = os.environ.get(name) or default
+    try:
+        return cast(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+
+
+LLM_BASE_URL = os.environ.get("LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL", "")
+LLM_API_KEY = os.environ.get("LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
+LLM_MODEL = os.environ.get("LLM_MODEL", "")
+LLM_TIMEOUT = env_number("LLM_TIMEOUT", "120", float)  # seconds per HTTP attempt
+LLM_MAX_CONCURRENCY = env_number("LLM_MAX_CONCURRENCY", "8", int)
+LLM_MAX_RETRIES = env_number("LLM_MAX_RETRIES", "5", int)
+# Added to requests that set no max_tokens, so every call has a cost ceiling the budget can reserve.
+LLM_DEFAULT_MAX_TOKENS = env_number("LLM_DEFAULT_MAX_TOKENS", "1024", int)
+# Budget reservation for one input image, in tokens (high-detail images cost up to ~1.1k on GPT-4o).
+LLM_IMAGE_TOKENS_ESTIMATE = env_number("LLM_IMAGE_TOKENS_ESTIMATE", "1500", int)
+# {"model": {"input": USD per 1M tokens, "output": USD per 1M tokens}}
+try:
+    LLM_PRICES = json.loads(os.environ.get("LLM_PRICES") or "{}")
+except ValueError as exc:
+    raise ImproperlyConfigured(f"LLM_PRICES must be JSON: {exc}") from None
+if not isinstance(LLM_PRICES, dict) or not all(
+    isinstance(price, dict) and {"input", "output"} <= price.keys() for price in LLM_PRICES.values()
+):
+    raise ImproperlyConfigured(
+        'LLM_PRICES must map model names to {"input": USD per 1M tokens, "output": USD per 1M tokens}'
+    )
+# httpx (under the openai SDK) logs every request at INFO: thousands of lines in a batch.
+LOGGING["loggers"].setdefault("httpx", {"level": "WARNING"})
+
+# --- Crowd work (annotation) -----------------------------------------------------------------------
+# Local users in this group may take tasks on the worker pages (/work/).
+ANNOTATION_WORKER_GROUP = os.environ.get("ANNOTATION_WORKER_GROUP", "workers")
+# Licenses a worker may choose for an image they supply (VisIT-Bench asks for permissive ones).
+ANNOTATION_PERMISSIVE_LICENSES = env_list(
+    "ANNOTATION_PERMISSIVE_LICENSES",
+    "CC0-1.0,PDM-1.0,CC-BY-4.0,CC-BY-SA-4.0,CC-BY-3.0,CC-BY-SA-3.0,CC-BY-2.0,CC-BY-SA-2.0",
+)
+# How the human-verified reference is named as a side of pairwise battles.
+ANNOTATION_REFERENCE_SIDE_NAME = os.environ.get("ANNOTATION_REFERENCE_SIDE_NAME", "human-verified reference")
+# The browser the Playwright tests drive (Debian's chromium; never a downloaded build).
+CHROMIUM_PATH = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Take SQLite's write lock when a transaction starts: two assignment requests that both read and
+    # then write would otherwise fail with "database is locked" instead of waiting their turn.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("transaction_mode", "IMMEDIATE")
+# --- end crowd work --------------------------------------------------------------------------------

@@ -1,0 +1,91 @@
+"""LLM settings as one value, read from Django settings when a client is made."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+MISSING_SERVER_HELP = (
+    "No LLM server is configured. Set LLM_BASE_URL (or OPENAI_BASE_URL) to an OpenAI-compatible "
+    "server's /v1 URL and/or LLM_API_KEY (or OPENAI_API_KEY) for api.openai.com, and LLM_MODEL for "
+    "the default model. See docs/llm.md."
+)
+MISSING_MODEL_HELP = "No model given and LLM_MODEL is not set. Set LLM_MODEL or pass model=... to the request."
+
+
+class LLMNotConfigured(ImproperlyConfigured):
+    pass
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    input_per_million: Decimal
+    output_per_million: Decimal
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> Decimal:
+        return (prompt_tokens * self.input_per_million + completion_tokens * self.output_per_million) / 1_000_000
+
+
+def parse_prices(raw: dict) -> dict[str, ModelPrice]:
+    # str() first: a float such as 0.15 must become Decimal("0.15"), not its binary approximation.
+    return {
+        model: ModelPrice(Decimal(str(price["input"])), Decimal(str(price["output"])))
+        for model, price in raw.items()
+    }
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    base_url: str = ""
+    api_key: str = field(default="", repr=False)  # repr=False: never in tracebacks or logs
+    model: str = ""
+    timeout: float = 120.0
+    max_concurrency: int = 8
+    max_retries: int = 5
+    default_max_tokens: int = 1024
+    image_tokens_estimate: int = 1500
+    prices: dict[str, ModelPrice] = field(default_factory=dict)
+    # Exponential backoff: base * 2**attempt, full jitter, capped; Retry-After overrides when longer.
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    retry_after_max: float = 120.0
+
+    @classmethod
+    def from_settings(cls, **overrides) -> LLMConfig:
+        values = dict(
+            base_url=getattr(settings, "LLM_BASE_URL", ""),
+            api_key=getattr(settings, "LLM_API_KEY", ""),
+            model=getattr(settings, "LLM_MODEL", ""),
+            timeout=float(getattr(settings, "LLM_TIMEOUT", 120.0)),
+            max_concurrency=int(getattr(settings, "LLM_MAX_CONCURRENCY", 8)),
+            max_retries=int(getattr(settings, "LLM_MAX_RETRIES", 5)),
+            default_max_tokens=int(getattr(settings, "LLM_DEFAULT_MAX_TOKENS", 1024)),
+            image_tokens_estimate=int(getattr(settings, "LLM_IMAGE_TOKENS_ESTIMATE", 1500)),
+            prices=parse_prices(getattr(settings, "LLM_PRICES", {})),
+        )
+        if "prices" in overrides and not all(isinstance(p, ModelPrice) for p in overrides["prices"].values()):
+            overrides["prices"] = parse_prices(overrides["prices"])
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        config = cls(**values)
+        if config.max_concurrency < 1:
+            raise LLMNotConfigured("LLM_MAX_CONCURRENCY must be at least 1")
+        if config.max_retries < 0:
+            raise LLMNotConfigured("LLM_MAX_RETRIES must be 0 or more")
+        return config
+
+    @property
+    def has_server(self) -> bool:
+        return bool(self.base_url or self.api_key)
+
+    def require_server(self) -> None:
+        if not self.has_server:
+            raise LLMNotConfigured(MISSING_SERVER_HELP)
+
+    def resolve_model(self, model: str | None) -> str:
+        resolved = model or self.model
+        if not resolved:
+            # With nothing configured at all, name every variable, not only the model.
+            raise LLMNotConfigured(MISSING_MODEL_HELP if self.has_server else MISSING_SERVER_HELP)
+        return resolved

@@ -1,0 +1,29 @@
+"""Reads: stored successful responses (the cache) and spending."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+
+from django.db.models import Sum
+
+from .models import LLMCall, LLMRun
+
+# Stays far below every database's limit on query parameters.
+_HASHES_PER_QUERY = 500
+
+
+def successful_calls_by_hash(hashes: Iterable[str]) -> dict[str, LLMCall]:
+    wanted = list(dict.fromkeys(hashes))
+    found: dict[str, LLMCall] = {}
+    for start in range(0, len(wanted), _HASHES_PER_QUERY):
+        chunk = wanted[start : start + _HASHES_PER_QUERY]
+        for call in LLMCall.objects.filter(status=LLMCall.Status.OK, request_hash__in=chunk).only(
+            "id", "request_hash", "model", "response", "response_text", "prompt_tokens", "completion_tokens"
+        ):
+            found[call.request_hash] = call
+    return found
+
+
+def run_cost_from_calls(run: LLMRun) -> Decimal:
+    """The run's spending recomputed from its calls (a check on ``LLMRun.spent_usd``)."""
+    return run.calls.aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)

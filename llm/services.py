@@ -1,0 +1,56 @@
+"""Writes: prompt template versions and runs."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+
+from .calls import RenderedPrompt
+from .models import LLMRun, PromptTemplate
+
+
+@transaction.atomic
+def create_template_version(*, name: str, text: str, description: str = "") -> PromptTemplate:
+    """Store ``text`` as the next version of ``name`` (version 1 for a new name)."""
+    latest = PromptTemplate.objects.select_for_update().filter(name=name).order_by("-version").first()
+    template = PromptTemplate(
+        name=name, version=(latest.version + 1) if latest else 1, text=text, description=description
+    )
+    template.full_clean()
+    template.save()
+    return template
+
+
+def ensure_template(*, name: str, text: str, description: str = "") -> PromptTemplate:
+    """The latest version of ``name`` if its text is ``text``, otherwise a new version with it.
+
+    Lets code ship a default prompt while edits made in the admin stay versioned.
+    """
+    for _ in range(3):  # two processes may add the same version at once; the loser looks again
+        latest = PromptTemplate.objects.filter(name=name).order_by("-version").first()
+        if latest is not None and latest.text == text:
+            return latest
+        try:
+            return create_template_version(name=name, text=text, description=description)
+        except IntegrityError:
+            continue
+    raise IntegrityError(f"could not add a version of prompt template {name!r}")
+
+
+def render_template(name: str, version: int | None = None, /, **values: object) -> RenderedPrompt:
+    """Render the given (default: latest) version of a template, keeping its name and version."""
+    if version is None:
+        template = PromptTemplate.objects.latest_version(name)
+    else:
+        template = PromptTemplate.objects.get(name=name, version=version)
+    return RenderedPrompt(template.render(**values), template.name, template.version)
+
+
+def create_run(*, name: str, budget_usd: Decimal | float | str | None = None, purpose: str = "") -> LLMRun:
+    budget = None if budget_usd is None else Decimal(str(budget_usd))
+    if budget is not None and budget < 0:
+        raise ValueError("budget_usd must not be negative")
+    run = LLMRun(name=name, budget_usd=budget, purpose=purpose)
+    run.full_clean()
+    run.save()
+    return run
