@@ -1,11 +1,12 @@
 """Shared test fixtures."""
+import os
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The published VisIT-Bench files live beside the repository and are read in place, never copied.
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+SHARED_DATA = Path(os.environ.get("CROWDBENCH_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
 @pytest.fixture
