@@ -1,1 +1,305 @@
-from django.db import models  # noqa: F401
+"""Crowd work: workers, collection rounds, their work items and the assignments of items to workers.
+
+A round asks ``workers_per_item`` distinct workers to do one task on each of its items. An item
+points at what is judged (a family, an instance, a reference candidate, two model outputs or an
+output and the accepted reference, a review set) through explicit nullable foreign keys; a check
+constraint allows only the five shapes. An assignment is one worker's attempt at one item.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from datasets_app.models import Language
+
+
+class Worker(models.Model):
+    """Someone who does tasks: a local user, or a provider's worker id (Prolific PID, MTurk workerId)."""
+
+    class Provider(models.TextChoices):
+        LOCAL = "local", "Local login"
+        PROLIFIC = "prolific", "Prolific"
+        MTURK = "mturk", "Amazon Mechanical Turk"
+
+    provider = models.CharField(max_length=20, choices=Provider.choices, default=Provider.LOCAL)
+    external_id = models.CharField(
+        max_length=200, help_text="The provider's worker id; the user id for local workers."
+    )
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="crowd_worker",
+    )
+    is_blocked = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["provider", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "external_id"], name="worker_provider_external_id"),
+            models.CheckConstraint(
+                condition=~Q(provider="local") | Q(user__isnull=False), name="local_worker_has_user"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.external_id}"
+
+
+def validate_task_type(value: str) -> None:
+    from .task_types import REGISTRY
+
+    if value not in REGISTRY:
+        raise ValidationError(
+            _("Unknown task type %(value)s; known: %(known)s"),
+            params={"value": value, "known": ", ".join(sorted(REGISTRY))},
+        )
+
+
+def validate_qualification_rules(value: object) -> None:
+    """Rules a worker must meet to get tasks of a round; see QUALIFICATION_RULES."""
+    if not isinstance(value, dict):
+        raise ValidationError(_("Qualification rules must be a JSON object."))
+    unknown = set(value) - set(QUALIFICATION_RULES)
+    if unknown:
+        raise ValidationError(
+            _("Unknown qualification rules: %(unknown)s; known: %(known)s"),
+            params={"unknown": ", ".join(sorted(unknown)), "known": ", ".join(QUALIFICATION_RULES)},
+        )
+    for key in ("min_approved_tasks", "max_tasks_per_worker"):
+        if key in value and (not isinstance(value[key], int) or isinstance(value[key], bool) or value[key] < 0):
+            raise ValidationError(_("%(key)s must be a non-negative integer."), params={"key": key})
+    if "providers" in value:
+        providers = value["providers"]
+        if not isinstance(providers, list) or not set(providers) <= set(Worker.Provider.values):
+            raise ValidationError(
+                _("providers must be a list drawn from %(known)s."),
+                params={"known": ", ".join(Worker.Provider.values)},
+            )
+
+
+QUALIFICATION_RULES = {
+    "min_approved_tasks": "approved assignments the worker needs across all rounds",
+    "max_tasks_per_worker": "assignments one worker may take in this round",
+    "providers": "crowd providers whose workers may take part",
+}
+
+
+class CollectionRound(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", _("Draft")
+        OPEN = "open", _("Open")
+        CLOSED = "closed", _("Closed")
+        CANCELLED = "cancelled", _("Cancelled")
+
+    name = models.CharField(max_length=200)
+    task_type = models.CharField(max_length=50, validators=[validate_task_type])
+    instructions = models.TextField(
+        blank=True, help_text="Extra guidance shown to workers above the task's standard instructions."
+    )
+    language = models.CharField(max_length=8, choices=Language.choices, default=Language.ENGLISH)
+    workers_per_item = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    reward_per_task = models.DecimalField(
+        max_digits=8, decimal_places=2, default=Decimal("0.00"), validators=[MinValueValidator(0)]
+    )
+    currency = models.CharField(max_length=3, default="USD")
+    target_hourly_wage = models.DecimalField(
+        max_digits=8, decimal_places=2, default=Decimal("18.00"), validators=[MinValueValidator(0)]
+    )
+    time_limit_seconds = models.PositiveIntegerField(
+        default=1800, validators=[MinValueValidator(30)], help_text="An assignment expires after this."
+    )
+    qualification_rules = models.JSONField(
+        default=dict, blank=True, validators=[validate_qualification_rules]
+    )
+    budget_cap = models.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="Rewards of all taken assignments stay within this; empty means no cap.",
+    )
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT, db_index=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.task_type}, {self.status})"
+
+    @property
+    def task_type_handler(self):
+        from .task_types import get_task_type
+
+        return get_task_type(self.task_type)
+
+
+# The allowed target shapes of a work item, one per task type; every other target column is null.
+_TARGETS = ("family", "instance", "candidate", "output_a", "output_b", "reference", "review_set")
+
+
+def _only(*present: str) -> Q:
+    condition = Q()
+    for name in _TARGETS:
+        condition &= Q(**{f"{name}__isnull": name not in present})
+    return condition
+
+
+WORK_ITEM_SHAPES = (
+    _only("family")
+    | _only("instance")
+    | _only("candidate")
+    | _only("output_a", "output_b")
+    | _only("output_a", "reference")
+    | _only("review_set")
+)
+
+
+class WorkItem(models.Model):
+    """One thing a round asks workers about."""
+
+    round = models.ForeignKey(CollectionRound, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveIntegerField()
+    family = models.ForeignKey(
+        "datasets_app.InstructionFamily", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    instance = models.ForeignKey(
+        "datasets_app.Instance", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    candidate = models.ForeignKey(
+        "datasets_app.ReferenceCandidate", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    output_a = models.ForeignKey(
+        "datasets_app.ModelOutput", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    output_b = models.ForeignKey(
+        "datasets_app.ModelOutput", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    reference = models.ForeignKey(
+        "datasets_app.AcceptedReference", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    review_set = models.ForeignKey(
+        "datasets_app.ReviewSet", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Pairwise sides as named in battles; kept here so renamed or deleted outputs do not rewrite history.
+    side_a_name = models.CharField(max_length=200, blank=True)
+    side_b_name = models.CharField(max_length=200, blank=True)
+    is_gold = models.BooleanField(default=False, help_text="A gold / attention-check item.")
+    gold_answer = models.JSONField(
+        default=dict, blank=True, help_text="Expected values of the derived result, e.g. {\"winner\": \"a\"}."
+    )
+    completed_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    aggregate_result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["round_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "position"], name="work_item_position_per_round"),
+            models.CheckConstraint(condition=WORK_ITEM_SHAPES, name="work_item_has_one_target_shape"),
+            models.CheckConstraint(
+                condition=Q(output_b__isnull=True) | ~Q(output_a=models.F("output_b")),
+                name="work_item_pair_of_distinct_outputs",
+            ),
+            models.CheckConstraint(
+                condition=Q(is_gold=True) | Q(gold_answer={}), name="work_item_gold_answer_only_on_gold"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.position} of round {self.round_id}"
+
+    def clean(self) -> None:
+        if self.is_gold and not self.gold_answer:
+            raise ValidationError({"gold_answer": "A gold item states its expected answer."})
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def holding_a_slot(self):
+        """Assignments that count against ``workers_per_item``: taken and not given up or rejected."""
+        return self.filter(
+            status__in=[Assignment.Status.ASSIGNED, Assignment.Status.SUBMITTED],
+        ).exclude(review_status=Assignment.ReviewStatus.REJECTED)
+
+    def submitted(self):
+        return self.filter(status=Assignment.Status.SUBMITTED)
+
+
+class Assignment(models.Model):
+    """One worker's attempt at one work item."""
+
+    class Status(models.TextChoices):
+        ASSIGNED = "assigned", _("Assigned")
+        SUBMITTED = "submitted", _("Submitted")
+        EXPIRED = "expired", _("Expired")
+        RETURNED = "returned", _("Returned")
+
+    class ReviewStatus(models.TextChoices):
+        NONE = "", "—"
+        SUBMITTED = "submitted", "Submitted, awaiting review"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    round = models.ForeignKey(CollectionRound, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(WorkItem, on_delete=models.CASCADE, related_name="assignments")
+    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="assignments")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ASSIGNED, db_index=True)
+    review_status = models.CharField(
+        max_length=20, choices=ReviewStatus.choices, blank=True, default=ReviewStatus.NONE
+    )
+    provider_assignment_id = models.CharField(max_length=200, blank=True)
+    provider_task_id = models.CharField(
+        max_length=200, blank=True, help_text="HIT id, study id or similar."
+    )
+    accepted_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
+    # What the worker saw that the item alone does not say: left/right sides, review order.
+    presentation = models.JSONField(default=dict, blank=True)
+    payload = models.JSONField(null=True, blank=True, help_text="The validated submission.")
+    result = models.JSONField(
+        null=True, blank=True, help_text="The submission in item terms (e.g. winner a/b)."
+    )
+    gold_passed = models.BooleanField(null=True, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_feedback = models.TextField(blank=True)
+
+    objects = AssignmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["round_id", "accepted_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "worker"], name="one_assignment_per_item_and_worker"),
+            models.UniqueConstraint(
+                fields=["round", "worker"],
+                condition=Q(status="assigned"),
+                name="one_open_assignment_per_round_and_worker",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="submitted") | Q(review_status=""),
+                name="review_status_only_when_submitted",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="submitted") | (Q(payload__isnull=False) & Q(submitted_at__isnull=False)),
+                name="submitted_assignment_has_payload",
+            ),
+        ]
+        indexes = [models.Index(fields=["round", "status", "expires_at"], name="assignment_expiry")]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.worker}, {self.status})"

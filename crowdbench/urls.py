@@ -3,6 +3,8 @@ from django.conf.urls.static import static
 from django.contrib import admin
 from django.urls import include, path
 
+from annotation.urls import api_patterns as annotation_api_patterns
+
 from . import views
 
 urlpatterns = [
@@ -10,6 +12,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
+    path("work/", include("annotation.urls")),
+    path("api/work/", include(annotation_api_patterns)),
 ]
 
 if settings.DEBUG:

@@ -1,0 +1,102 @@
+"""Researcher admin for rounds, items, assignments and workers; the actions call the services."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+
+from . import services
+from .models import Assignment, CollectionRound, Worker, WorkItem
+from .task_types import task_type_choices
+
+
+class CollectionRoundForm(forms.ModelForm):
+    task_type = forms.ChoiceField(choices=task_type_choices)
+
+    class Meta:
+        model = CollectionRound
+        fields = "__all__"
+
+
+def _run_on_each(modeladmin, request, queryset, service, verb: str) -> None:
+    done = 0
+    for obj in queryset:
+        try:
+            service(obj)
+            done += 1
+        except services.CrowdWorkError as error:
+            modeladmin.message_user(request, f"{obj}: {error.message}", level=messages.ERROR)
+    if done:
+        modeladmin.message_user(request, f"{verb} {done}.", level=messages.SUCCESS)
+
+
+class WorkItemInline(admin.TabularInline):
+    model = WorkItem
+    extra = 0
+    fields = ["position", "family", "instance", "candidate", "output_a", "output_b", "reference",
+              "review_set", "is_gold", "completed_at"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(CollectionRound)
+class CollectionRoundAdmin(admin.ModelAdmin):
+    form = CollectionRoundForm
+    list_display = ["name", "task_type", "language", "status", "workers_per_item", "reward_per_task",
+                    "budget_cap", "created_at"]
+    list_filter = ["status", "task_type", "language"]
+    search_fields = ["name"]
+    readonly_fields = ["status", "opened_at", "closed_at", "created_at"]
+    inlines = [WorkItemInline]
+    actions = ["open_rounds", "close_rounds", "cancel_rounds"]
+
+    @admin.action(description="Open the selected rounds")
+    def open_rounds(self, request, queryset):
+        _run_on_each(self, request, queryset, lambda r: services.open_round(round=r), "Opened")
+
+    @admin.action(description="Close the selected rounds")
+    def close_rounds(self, request, queryset):
+        _run_on_each(self, request, queryset, lambda r: services.close_round(round=r), "Closed")
+
+    @admin.action(description="Cancel the selected rounds")
+    def cancel_rounds(self, request, queryset):
+        _run_on_each(self, request, queryset, lambda r: services.cancel_round(round=r), "Cancelled")
+
+
+@admin.register(WorkItem)
+class WorkItemAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "round", "is_gold", "completed_at"]
+    list_filter = ["round__task_type", "is_gold", ("completed_at", admin.EmptyFieldListFilter)]
+    raw_id_fields = ["round", "family", "instance", "candidate", "output_a", "output_b", "reference", "review_set"]
+    readonly_fields = ["completed_at", "aggregate_result"]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["id", "round", "item", "worker", "status", "review_status", "gold_passed",
+                    "accepted_at", "submitted_at", "duration_seconds"]
+    list_filter = ["status", "review_status", "round__task_type", "round", "gold_passed"]
+    search_fields = ["worker__external_id", "provider_assignment_id", "provider_task_id"]
+    raw_id_fields = ["round", "item", "worker"]
+    readonly_fields = [field.name for field in Assignment._meta.fields if field.name not in {"review_feedback"}]
+    actions = ["approve", "reject"]
+
+    def has_add_permission(self, request):
+        # Assignments come from the engine only.
+        return False
+
+    @admin.action(description="Approve the selected submissions")
+    def approve(self, request, queryset):
+        _run_on_each(self, request, queryset, lambda a: services.approve_assignment(assignment=a), "Approved")
+
+    @admin.action(description="Reject the selected submissions")
+    def reject(self, request, queryset):
+        _run_on_each(self, request, queryset, lambda a: services.reject_assignment(assignment=a), "Rejected")
+
+
+@admin.register(Worker)
+class WorkerAdmin(admin.ModelAdmin):
+    list_display = ["provider", "external_id", "user", "is_blocked", "created_at"]
+    list_filter = ["provider", "is_blocked"]
+    search_fields = ["external_id", "user__username"]
+    raw_id_fields = ["user"]

@@ -1,0 +1,113 @@
+"""REST endpoints of the worker pages: next task, submit, give back. Thin: the services decide."""
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils import translation
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import selectors, services
+from .models import Assignment, CollectionRound
+from .permissions import IsLocalWorker
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    task_type = serializers.CharField(source="round.task_type")
+    seconds_left = serializers.SerializerMethodField()
+    task = serializers.SerializerMethodField()
+    submit_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "id", "round", "task_type", "status", "review_status", "accepted_at", "expires_at",
+            "submitted_at", "seconds_left", "payload", "result", "task", "submit_url",
+        ]
+
+    def get_seconds_left(self, assignment) -> int:
+        return selectors.seconds_left(assignment)
+
+    def get_task(self, assignment) -> dict:
+        # Plain texts and URLs: clients insert them as text, never as HTML.
+        return assignment.round.task_type_handler.context(assignment)
+
+    def get_submit_url(self, assignment) -> str:
+        return reverse("annotation-api:submit", args=[assignment.pk])
+
+
+def error_response(error: services.CrowdWorkError) -> Response:
+    return Response({"detail": error.message}, status=error.status_code)
+
+
+class CrowdWorkAPIView(APIView):
+    permission_classes = [IsAuthenticated, IsLocalWorker]
+
+    def worker(self, request):
+        return services.get_or_create_local_worker(user=request.user)
+
+
+class NextTaskView(CrowdWorkAPIView):
+    """POST: the worker's open task in the round, or a new one; ``assignment`` is null when none is left."""
+
+    def post(self, request, round_id: int):
+        round = get_object_or_404(CollectionRound, pk=round_id)
+        worker = self.worker(request)
+        with translation.override(round.language):
+            try:
+                assignment = services.request_assignment(round=round, worker=worker)
+            except services.CrowdWorkError as error:
+                return error_response(error)
+            progress = selectors.worker_progress(round=round, worker=worker)
+            if assignment is None:
+                return Response(
+                    {"assignment": None, "progress": progress,
+                     "detail": str(translation.gettext("There are no more tasks for you in this round."))}
+                )
+            return Response({"assignment": AssignmentSerializer(assignment).data, "progress": progress})
+
+
+class SubmitView(CrowdWorkAPIView):
+    """POST the answers (JSON, form or multipart with an image file). 201 stored, 200 already stored."""
+
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    def post(self, request, assignment_id: int):
+        language = (
+            Assignment.objects.filter(pk=assignment_id).values_list("round__language", flat=True).first()
+            or translation.get_language()
+        )
+        with translation.override(language):
+            try:
+                outcome = services.submit_assignment(
+                    assignment_id=assignment_id, worker=self.worker(request), data=request.data, files=request.FILES
+                )
+            except services.CrowdWorkError as error:
+                return error_response(error)
+            assignment = outcome.assignment
+            return Response(
+                {
+                    "assignment": assignment.pk,
+                    "status": assignment.status,
+                    "review_status": assignment.review_status,
+                    "payload": assignment.payload,
+                    "result": assignment.result,
+                    "stored": outcome.created,
+                    "next_url": reverse("annotation:round", args=[assignment.round_id]),
+                },
+                status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK,
+            )
+
+
+class ReturnView(CrowdWorkAPIView):
+    """POST: give an open task back without doing it."""
+
+    def post(self, request, assignment_id: int):
+        try:
+            assignment = services.return_assignment(assignment_id=assignment_id, worker=self.worker(request))
+        except services.CrowdWorkError as error:
+            return error_response(error)
+        return Response({"assignment": assignment.pk, "status": assignment.status})

@@ -1,0 +1,24 @@
+"""Who may do crowd work on the local pages: logged-in users in the workers group."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils.translation import gettext_lazy as _
+from rest_framework.permissions import BasePermission
+
+
+def is_local_worker(user) -> bool:
+    return bool(
+        user.is_authenticated
+        and user.is_active
+        and user.groups.filter(name=settings.ANNOTATION_WORKER_GROUP).exists()
+    )
+
+
+NOT_A_WORKER = _("Only crowd workers may take tasks; ask the researcher to add you to the workers group.")
+
+
+class IsLocalWorker(BasePermission):
+    message = NOT_A_WORKER
+
+    def has_permission(self, request, view) -> bool:
+        return is_local_worker(request.user)

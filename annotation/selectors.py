@@ -1,0 +1,145 @@
+"""Reads of crowd work: what a worker may do, round progress and spend, and judgments for evaluation."""
+from __future__ import annotations
+
+import statistics
+from decimal import Decimal
+
+import pandas as pd
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from .models import Assignment, CollectionRound, Worker
+
+BATTLE_COLUMNS = [
+    "round_id", "item_id", "assignment_id", "instance_id", "category", "model_a", "model_b",
+    "winner", "worker_id", "left", "is_gold", "submitted_at", "duration_seconds",
+]
+RANKING_COLUMNS = [
+    "item_id", "annotator_id", "review_id", "rank", "prompt_rank", "language", "category",
+    "round_id", "work_item_id", "assignment_id",
+]
+
+
+def _judgments(*, task_type: str, round: CollectionRound | None):
+    """Submitted assignments that count as data: not rejected."""
+    assignments = (
+        Assignment.objects.submitted()
+        .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+        .filter(round__task_type=task_type)
+    )
+    if round is not None:
+        assignments = assignments.filter(round=round)
+    return assignments.order_by("submitted_at", "id")
+
+
+def pairwise_battles(round: CollectionRound | None = None) -> pd.DataFrame:
+    """One row per human pairwise judgment, in submission order (online Elo uses this order).
+
+    ``winner`` is "model_a" or "model_b" (forced choice: humans never tie); ``category`` is the
+    instance's instruction family; ``left`` says which side was shown on the left.
+    """
+    rows = []
+    for assignment in _judgments(task_type="pairwise", round=round).select_related(
+        "item__output_a__instance__family"
+    ):
+        item = assignment.item
+        rows.append(
+            {
+                "round_id": assignment.round_id,
+                "item_id": item.pk,
+                "assignment_id": assignment.pk,
+                "instance_id": item.output_a.instance_id,
+                "category": item.output_a.instance.family.name,
+                "model_a": item.side_a_name,
+                "model_b": item.side_b_name,
+                "winner": f"model_{assignment.result['winner']}",
+                "worker_id": assignment.worker_id,
+                "left": assignment.presentation["left"],
+                "is_gold": item.is_gold,
+                "submitted_at": assignment.submitted_at,
+                "duration_seconds": assignment.duration_seconds,
+            }
+        )
+    return pd.DataFrame(rows, columns=BATTLE_COLUMNS)
+
+
+def ranking_judgments(round: CollectionRound | None = None) -> pd.DataFrame:
+    """Long format: one row per (review set, annotator, review) with rank 1 = best.
+
+    ``item_id`` is the review set (the IRR item), so items ranked in several rounds pool together.
+    """
+    rows = []
+    judgments = _judgments(task_type="ranking", round=round).select_related("item__review_set")
+    prompt_ranks = {}
+    for assignment in judgments:
+        review_set = assignment.item.review_set
+        if review_set.pk not in prompt_ranks:
+            prompt_ranks[review_set.pk] = dict(review_set.reviews.values_list("pk", "prompt_rank"))
+        for rank, review_id in enumerate(assignment.payload["order"], start=1):
+            rows.append(
+                {
+                    "item_id": review_set.pk,
+                    "annotator_id": assignment.worker_id,
+                    "review_id": review_id,
+                    "rank": rank,
+                    "prompt_rank": prompt_ranks[review_set.pk].get(review_id),
+                    "language": review_set.language,
+                    "category": review_set.category,
+                    "round_id": assignment.round_id,
+                    "work_item_id": assignment.item_id,
+                    "assignment_id": assignment.pk,
+                }
+            )
+    return pd.DataFrame(rows, columns=RANKING_COLUMNS)
+
+
+def worker_progress(*, round: CollectionRound, worker: Worker) -> dict:
+    """"n of m done" for a worker: m is what the round can still give them plus what they did."""
+    done = Assignment.objects.submitted().filter(round=round, worker=worker).count()
+    items = round.items.count()
+    limit = (round.qualification_rules or {}).get("max_tasks_per_worker")
+    total = min(items, limit) if limit is not None else items
+    return {"done": done, "total": total}
+
+
+def open_rounds_for_worker(*, worker: Worker) -> list[dict]:
+    """Open rounds with the worker's progress, newest first."""
+    rounds = CollectionRound.objects.filter(status=CollectionRound.Status.OPEN).order_by("-opened_at", "-id")
+    return [{"round": round, **worker_progress(round=round, worker=worker)} for round in rounds]
+
+
+def seconds_left(assignment: Assignment) -> int:
+    return max(int((assignment.expires_at - timezone.now()).total_seconds()), 0)
+
+
+def open_assignment(*, round: CollectionRound, worker: Worker) -> Assignment | None:
+    return Assignment.objects.filter(round=round, worker=worker, status=Assignment.Status.ASSIGNED).first()
+
+
+def round_progress(*, round: CollectionRound) -> dict:
+    """Items done, assignments by status, spend so far and the effective hourly wage."""
+    items = round.items.aggregate(total=Count("pk"), completed=Count("pk", filter=Q(completed_at__isnull=False)))
+    by_status = dict(
+        round.assignments.values_list("status").annotate(n=Count("pk")).values_list("status", "n")
+    )
+    paid = Assignment.objects.holding_a_slot().filter(round=round, status=Assignment.Status.SUBMITTED).count()
+    durations = list(
+        round.assignments.filter(status=Assignment.Status.SUBMITTED, duration_seconds__isnull=False)
+        .values_list("duration_seconds", flat=True)
+    )
+    median_seconds = statistics.median(durations) if durations else None
+    effective_wage = (
+        (round.reward_per_task * Decimal(3600) / Decimal(str(median_seconds))).quantize(Decimal("0.01"))
+        if median_seconds
+        else None
+    )
+    return {
+        "items": items["total"],
+        "items_completed": items["completed"],
+        "assignments": by_status,
+        "spent": round.reward_per_task * paid,
+        "budget_cap": round.budget_cap,
+        "median_seconds": median_seconds,
+        "effective_hourly_wage": effective_wage,
+        "target_hourly_wage": round.target_hourly_wage,
+    }

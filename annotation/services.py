@@ -1,0 +1,535 @@
+"""Writes of crowd work: rounds and their lifecycle, the assignment engine, submissions and reviews.
+
+Views, the API, admin actions and commands call these; none of them writes crowd-work rows itself.
+"""
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any, Iterable
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from .models import Assignment, CollectionRound, Worker, WorkItem
+from .task_types import get_task_type
+
+logger = logging.getLogger(__name__)
+
+# Candidates the engine looks at per request; more than enough, since each attempt locks one row.
+CANDIDATE_BATCH = 200
+
+
+class CrowdWorkError(Exception):
+    """A refused request, with the HTTP status and the worker-readable message to answer with."""
+
+    status_code = 400
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidSubmission(CrowdWorkError):
+    status_code = 400
+
+
+class NotQualified(CrowdWorkError):
+    status_code = 403
+
+
+class NotYourAssignment(CrowdWorkError):
+    status_code = 403
+
+
+class AssignmentNotFound(CrowdWorkError):
+    status_code = 404
+
+
+class RoundNotOpen(CrowdWorkError):
+    status_code = 409
+
+
+class AssignmentNotActive(CrowdWorkError):
+    status_code = 409
+
+
+class ConflictingResubmission(CrowdWorkError):
+    status_code = 409
+
+
+class InvalidTransition(CrowdWorkError):
+    status_code = 409
+
+
+def _message(error: ValidationError) -> str:
+    return " ".join(error.messages)
+
+
+# --- workers ---------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def get_or_create_local_worker(*, user) -> Worker:
+    worker, _created = Worker.objects.get_or_create(
+        provider=Worker.Provider.LOCAL, external_id=str(user.pk), defaults={"user": user}
+    )
+    return worker
+
+
+# --- rounds ----------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def create_round(
+    *,
+    name: str,
+    task_type: str,
+    created_by=None,
+    language: str = "en",
+    workers_per_item: int = 1,
+    reward_per_task: Decimal = Decimal("0.00"),
+    currency: str = "USD",
+    target_hourly_wage: Decimal = Decimal("18.00"),
+    time_limit_seconds: int = 1800,
+    qualification_rules: dict | None = None,
+    budget_cap: Decimal | None = None,
+    instructions: str = "",
+) -> CollectionRound:
+    round = CollectionRound(
+        name=name,
+        task_type=task_type,
+        created_by=created_by,
+        language=language,
+        workers_per_item=workers_per_item,
+        reward_per_task=reward_per_task,
+        currency=currency,
+        target_hourly_wage=target_hourly_wage,
+        time_limit_seconds=time_limit_seconds,
+        qualification_rules=qualification_rules or {},
+        budget_cap=budget_cap,
+        instructions=instructions,
+    )
+    round.full_clean()
+    round.save()
+    return round
+
+
+@transaction.atomic
+def add_items(
+    *, round: CollectionRound, targets: Iterable[Any], gold_answers: dict[int, dict] | None = None
+) -> list[WorkItem]:
+    """Add one work item per target, in order; ``gold_answers`` maps a target's index to its expected result."""
+    round = CollectionRound.objects.select_for_update().get(pk=round.pk)
+    if round.status not in (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN):
+        raise InvalidTransition(f"items can only be added to draft or open rounds, not {round.status} ones")
+    handler = get_task_type(round.task_type)
+    gold_answers = gold_answers or {}
+    last = round.items.order_by("-position").values_list("position", flat=True).first()
+    next_position = 0 if last is None else last + 1
+    items = []
+    for index, target in enumerate(targets):
+        item = handler.make_item(round=round, target=target, position=next_position + index)
+        if index in gold_answers:
+            item.is_gold = True
+            item.gold_answer = gold_answers[index]
+        item.full_clean()
+        item.save()
+        items.append(item)
+    return items
+
+
+_TRANSITIONS = {
+    "open": ({CollectionRound.Status.DRAFT}, CollectionRound.Status.OPEN),
+    "close": ({CollectionRound.Status.OPEN}, CollectionRound.Status.CLOSED),
+    "cancel": ({CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN}, CollectionRound.Status.CANCELLED),
+}
+
+
+def _transition(*, round: CollectionRound, action: str) -> CollectionRound:
+    allowed_from, target = _TRANSITIONS[action]
+    with transaction.atomic():
+        locked = CollectionRound.objects.select_for_update().get(pk=round.pk)
+        if locked.status not in allowed_from:
+            raise InvalidTransition(f"cannot {action} a round that is {locked.status}")
+        if action == "open" and not locked.items.exists():
+            raise InvalidTransition("a round needs at least one item before it opens")
+        locked.status = target
+        if action == "open":
+            locked.opened_at = timezone.now()
+        else:
+            locked.closed_at = timezone.now()
+        locked.full_clean()
+        locked.save()
+    return locked
+
+
+def open_round(*, round: CollectionRound) -> CollectionRound:
+    return _transition(round=round, action="open")
+
+
+def close_round(*, round: CollectionRound) -> CollectionRound:
+    return _transition(round=round, action="close")
+
+
+def cancel_round(*, round: CollectionRound) -> CollectionRound:
+    return _transition(round=round, action="cancel")
+
+
+# --- assignment engine -----------------------------------------------------------------------------
+
+
+def expire_stale_assignments(*, round: CollectionRound | None = None, now: datetime | None = None) -> int:
+    """Mark assignments past their time limit as expired, freeing their slots; safe to call any time."""
+    stale = Assignment.objects.filter(status=Assignment.Status.ASSIGNED, expires_at__lte=now or timezone.now())
+    if round is not None:
+        stale = stale.filter(round=round)
+    return stale.update(status=Assignment.Status.EXPIRED)
+
+
+def check_worker_may_work(*, round: CollectionRound, worker: Worker) -> None:
+    if round.status != CollectionRound.Status.OPEN:
+        raise RoundNotOpen(_("This round is not open for work."))
+    if worker.is_blocked:
+        raise NotQualified(_("Your account may not take tasks."))
+    rules = round.qualification_rules or {}
+    if "providers" in rules and worker.provider not in rules["providers"]:
+        raise NotQualified(_("This round is not offered to workers from your crowd platform."))
+    if rules.get("min_approved_tasks"):
+        approved = Assignment.objects.filter(
+            worker=worker, review_status=Assignment.ReviewStatus.APPROVED
+        ).count()
+        if approved < rules["min_approved_tasks"]:
+            raise NotQualified(
+                _("This round needs %(needed)d approved tasks; you have %(have)d.")
+                % {"needed": rules["min_approved_tasks"], "have": approved}
+            )
+
+
+def _slots_taken_subquery():
+    held = (
+        Assignment.objects.holding_a_slot()
+        .filter(item=OuterRef("pk"))
+        .order_by()
+        .values("item")
+        .annotate(taken=Count("pk"))
+        .values("taken")
+    )
+    return Coalesce(Subquery(held, output_field=IntegerField()), Value(0))
+
+
+def _take_locked_item(
+    *, round: CollectionRound, item: WorkItem, worker: Worker, now: datetime, rng: random.Random,
+    provider_assignment_id: str, provider_task_id: str,
+) -> Assignment | None:
+    """With the item row locked: recount its slots and, if one is free, give it to the worker."""
+    if item.completed_at is not None:
+        return None
+    if Assignment.objects.filter(item=item, worker=worker).exists():
+        return None
+    if Assignment.objects.holding_a_slot().filter(item=item).count() >= round.workers_per_item:
+        return None
+    assignment = Assignment(
+        round=round,
+        item=item,
+        worker=worker,
+        accepted_at=now,
+        expires_at=now + timedelta(seconds=round.time_limit_seconds),
+        presentation=get_task_type(round.task_type).present(item=item, rng=rng),
+        provider_assignment_id=provider_assignment_id,
+        provider_task_id=provider_task_id,
+    )
+    # Only field validation: the unique constraints are enforced by the database below.
+    assignment.full_clean(validate_constraints=False)
+    assignment.save()
+    return assignment
+
+
+def request_assignment(
+    *,
+    round: CollectionRound,
+    worker: Worker,
+    now: datetime | None = None,
+    rng: random.Random | None = None,
+    provider_assignment_id: str = "",
+    provider_task_id: str = "",
+) -> Assignment | None:
+    """The worker's open assignment in the round, or a new one on an item they have not done; None when
+    nothing is left for them.
+
+    Safe under concurrency: each candidate item is locked (skipping rows other requests hold) and its
+    free slots are counted under the lock; the (item, worker) and one-open-per-round unique
+    constraints catch anything else. On SQLite the transaction itself serialises writers.
+    """
+    now = now or timezone.now()
+    rng = rng or random.SystemRandom()
+    round = CollectionRound.objects.get(pk=round.pk)
+    check_worker_may_work(round=round, worker=worker)
+    # Outside the main transaction: a short statement, so concurrent requests do not hold these rows.
+    expire_stale_assignments(round=round, now=now)
+    try:
+        with transaction.atomic():
+            return _request_assignment_locked(
+                round=round, worker=worker, now=now, rng=rng,
+                provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
+            )
+    except IntegrityError:
+        # A concurrent request of the same worker won the race; hand out what it created.
+        existing = Assignment.objects.filter(
+            round=round, worker=worker, status=Assignment.Status.ASSIGNED
+        ).first()
+        if existing is None:
+            raise
+        return existing
+
+
+def _request_assignment_locked(
+    *, round, worker, now, rng, provider_assignment_id, provider_task_id
+) -> Assignment | None:
+    existing = Assignment.objects.filter(
+        round=round, worker=worker, status=Assignment.Status.ASSIGNED, expires_at__gt=now
+    ).first()
+    if existing is not None:
+        return existing
+    rules = round.qualification_rules or {}
+    if "max_tasks_per_worker" in rules:
+        done = Assignment.objects.holding_a_slot().filter(round=round, worker=worker).count()
+        if done >= rules["max_tasks_per_worker"]:
+            return None
+    if round.budget_cap is not None:
+        # Lock the round so concurrent requests cannot together overshoot the cap.
+        CollectionRound.objects.select_for_update(no_key=True).order_by().get(pk=round.pk)
+        committed = Assignment.objects.holding_a_slot().filter(round=round).count()
+        if (committed + 1) * round.reward_per_task > round.budget_cap:
+            return None
+    candidate_ids = list(
+        WorkItem.objects.filter(round=round, completed_at__isnull=True)
+        .exclude(pk__in=Assignment.objects.filter(worker=worker, round=round).values("item"))
+        .annotate(taken=_slots_taken_subquery())
+        .filter(taken__lt=round.workers_per_item)
+        .order_by("position")
+        .values_list("pk", flat=True)[:CANDIDATE_BATCH]
+    )
+    take = dict(
+        round=round, worker=worker, now=now, rng=rng,
+        provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
+    )
+    busy = []
+    for item_id in candidate_ids:
+        assignment, was_busy = _attempt_item(item_id=item_id, skip_locked=True, **take)
+        if assignment is not None:
+            return assignment
+        if was_busy:
+            busy.append(item_id)
+    # Every free item was held by another request: wait for those rows rather than report no work.
+    # Safe from deadlocks because a failed attempt keeps no lock, so a waiting request holds none.
+    for item_id in busy:
+        assignment, _was_busy = _attempt_item(item_id=item_id, skip_locked=False, **take)
+        if assignment is not None:
+            return assignment
+    return None
+
+
+def _attempt_item(*, item_id: int, skip_locked: bool, **take) -> tuple[Assignment | None, bool]:
+    """Try one item in a savepoint: (the new assignment or None, whether the row was locked by others)."""
+    with transaction.atomic():
+        item = (
+            WorkItem.objects.select_for_update(skip_locked=skip_locked, no_key=True, of=("self",))
+            .filter(pk=item_id)
+            .order_by()
+            .first()
+        )
+        if item is None:
+            return None, skip_locked
+        assignment = _take_locked_item(item=item, **take)
+        if assignment is None:
+            # Rolling back the savepoint releases the row lock now instead of at commit.
+            transaction.set_rollback(True)
+        return assignment, False
+
+
+@transaction.atomic
+def return_assignment(*, assignment_id: int, worker: Worker) -> Assignment:
+    """The worker gives the task back; its slot goes to someone else."""
+    assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker)
+    if assignment.status != Assignment.Status.ASSIGNED:
+        raise AssignmentNotActive(_("This task is no longer open."))
+    assignment.status = Assignment.Status.RETURNED
+    assignment.save(update_fields=["status"])
+    return assignment
+
+
+# --- submissions -----------------------------------------------------------------------------------
+
+
+@dataclass
+class SubmitOutcome:
+    assignment: Assignment
+    created: bool  # False when the same submission was already stored
+
+
+def _locked_assignment_of(*, assignment_id: Any, worker: Worker) -> Assignment:
+    try:
+        assignment_id = int(assignment_id)
+    except (TypeError, ValueError):
+        raise AssignmentNotFound(_("Unknown assignment.")) from None
+    # Lock only the assignment row: locking the joined round or item would serialise everything.
+    assignment = (
+        Assignment.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("round", "item", "worker")
+        .filter(pk=assignment_id)
+        .order_by()
+        .first()
+    )
+    if assignment is None:
+        raise AssignmentNotFound(_("Unknown assignment."))
+    if assignment.worker_id != worker.pk:
+        raise NotYourAssignment(_("This assignment belongs to another worker."))
+    return assignment
+
+
+def submit_assignment(
+    *, assignment_id: Any, worker: Worker, data: Any, files: Any = None, now: datetime | None = None
+) -> SubmitOutcome:
+    """Validate and store a submission once; a repeat of the same submission returns the stored one.
+
+    Raises a CrowdWorkError (4xx) and changes nothing when the submission is refused.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker)
+        handler = get_task_type(assignment.round.task_type)
+        try:
+            validated = handler.validate(assignment=assignment, data=data, files=files)
+        except ValidationError as error:
+            raise InvalidSubmission(_message(error)) from None
+        uploads = {key: value for key, value in validated.items() if key.startswith("_")}
+        payload = {key: value for key, value in validated.items() if not key.startswith("_")}
+
+        if assignment.status == Assignment.Status.SUBMITTED:
+            if assignment.payload == payload:
+                return SubmitOutcome(assignment=assignment, created=False)
+            raise ConflictingResubmission(
+                _("This task was already submitted with different answers; they cannot be changed.")
+            )
+        if assignment.round.status != CollectionRound.Status.OPEN:
+            raise RoundNotOpen(_("This round is closed; the submission was not stored."))
+        if assignment.status != Assignment.Status.ASSIGNED or assignment.expires_at <= now:
+            raise AssignmentNotActive(_("The time for this task ran out; the submission was not stored."))
+
+        assignment.payload = payload
+        assignment.status = Assignment.Status.SUBMITTED
+        assignment.review_status = Assignment.ReviewStatus.SUBMITTED
+        assignment.submitted_at = now
+        assignment.duration_seconds = max((now - assignment.accepted_at).total_seconds(), 0.0)
+        assignment.result = handler.result(assignment)
+        try:
+            with transaction.atomic():
+                handler.apply(assignment, uploads=uploads)
+        except ValidationError as error:
+            raise InvalidSubmission(_message(error)) from None
+        item = assignment.item
+        if item.is_gold:
+            assignment.gold_passed = all(
+                (assignment.result or {}).get(key) == expected for key, expected in item.gold_answer.items()
+            )
+        assignment.full_clean(validate_constraints=False)
+        assignment.save()
+        _complete_item_if_done(item_id=item.pk, now=now)
+    return SubmitOutcome(assignment=assignment, created=True)
+
+
+def _complete_item_if_done(*, item_id: int, now: datetime) -> None:
+    item = (
+        WorkItem.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("round")
+        .order_by()
+        .get(pk=item_id)
+    )
+    if item.completed_at is not None:
+        return
+    judgments = (
+        Assignment.objects.submitted()
+        .filter(item=item)
+        .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+        .count()
+    )
+    if judgments >= item.round.workers_per_item:
+        item.completed_at = now
+        item.save(update_fields=["completed_at"])
+        on_item_completed(item=item)
+
+
+def on_item_completed(*, item: WorkItem) -> None:
+    """The single place where an item that has all its judgments moves the pipeline on.
+
+    Dispatches to the task type's aggregation (verification verdicts, caption choice, pairwise
+    majority) and stores what it returns. Runs inside the submitting transaction.
+    """
+    handler = get_task_type(item.round.task_type)
+    item.aggregate_result = handler.aggregate(item)
+    item.save(update_fields=["aggregate_result"])
+    logger.info("item %s of round %s completed", item.pk, item.round_id)
+
+
+# --- review ----------------------------------------------------------------------------------------
+
+
+def _review(*, assignment: Assignment, status: str, feedback: str) -> Assignment:
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update(no_key=True).order_by().get(pk=assignment.pk)
+        if locked.status != Assignment.Status.SUBMITTED:
+            raise InvalidTransition("only submitted assignments can be approved or rejected")
+        if locked.review_status == status:
+            return locked
+        locked.review_status = status
+        locked.reviewed_at = timezone.now()
+        locked.review_feedback = feedback
+        locked.full_clean(validate_constraints=False)
+        locked.save()
+    return locked
+
+
+def approve_assignment(*, assignment: Assignment, feedback: str = "") -> Assignment:
+    return _review(assignment=assignment, status=Assignment.ReviewStatus.APPROVED, feedback=feedback)
+
+
+def reject_assignment(*, assignment: Assignment, feedback: str = "") -> Assignment:
+    """Reject a submission. Before its item completes this frees the slot for another worker; an item
+    already completed keeps its aggregate (re-run a round to replace it)."""
+    return _review(assignment=assignment, status=Assignment.ReviewStatus.REJECTED, feedback=feedback)
+
+
+__all__ = [
+    "AssignmentNotActive",
+    "AssignmentNotFound",
+    "ConflictingResubmission",
+    "CrowdWorkError",
+    "InvalidSubmission",
+    "InvalidTransition",
+    "NotQualified",
+    "NotYourAssignment",
+    "RoundNotOpen",
+    "SubmitOutcome",
+    "add_items",
+    "approve_assignment",
+    "cancel_round",
+    "check_worker_may_work",
+    "close_round",
+    "create_round",
+    "expire_stale_assignments",
+    "get_or_create_local_worker",
+    "on_item_completed",
+    "open_round",
+    "reject_assignment",
+    "request_assignment",
+    "return_assignment",
+    "submit_assignment",
+]

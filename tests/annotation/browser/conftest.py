@@ -1,0 +1,69 @@
+"""Playwright (sync API) driving Debian's chromium against pytest-django's live server."""
+import os
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API runs an event loop in this thread; the tests still use the ORM synchronously.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+# Module scope: Playwright keeps an event loop running in this thread until it stops, which would
+# break later tests that call async_to_sync.
+@pytest.fixture(scope="module")
+def browser():
+    from django.conf import settings
+    from playwright.sync_api import sync_playwright
+
+    chromium = Path(settings.CHROMIUM_PATH)
+    if not chromium.exists():
+        pytest.fail(
+            f"chromium not found at {chromium}: install Debian's chromium (apt-get install -y chromium) "
+            "or point CHROMIUM_PATH at it"
+        )
+    playwright = sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+    except Exception:
+        playwright.stop()
+        raise
+    yield browser
+    browser.close()
+    playwright.stop()
+
+
+@pytest.fixture
+def served_media(settings, media_in_tmp):
+    """Serve MEDIA_ROOT (a tmp folder) from the live server so uploaded and demo images load."""
+    media_in_tmp.mkdir(parents=True, exist_ok=True)
+    settings.ROOT_URLCONF = "tests.annotation.browser.urls"
+    return media_in_tmp
+
+
+@pytest.fixture
+def page(browser, live_server, served_media):
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.js_errors = errors
+    yield page
+    context.close()
+
+
+def log_in(page, username: str, password: str = "work-pass-123") -> None:
+    page.goto("/accounts/login/?next=/work/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.press("#id_password", "Enter")
+    page.wait_for_url("**/work/")

@@ -1,0 +1,223 @@
+"""The REST endpoints and the worker pages: authentication, authorisation, 4xx on bad input, escaping."""
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation import services
+from annotation.models import Assignment
+from datasets_app.models import Caption, Verification
+
+from .factories import (
+    make_candidate,
+    make_family,
+    make_instance,
+    make_outputs,
+    make_review_set,
+    make_round,
+    make_worker_user,
+)
+
+pytestmark = pytest.mark.django_db
+
+XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+def client_for(user, *, csrf=False) -> APIClient:
+    client = APIClient(enforce_csrf_checks=csrf)
+    client.force_login(user)
+    return client
+
+
+def next_task(client, round):
+    return client.post(reverse("annotation-api:next", args=[round.pk]))
+
+
+def submit(client, assignment_id, data, fmt="json"):
+    return client.post(reverse("annotation-api:submit", args=[assignment_id]), data, format=fmt)
+
+
+def test_endpoints_need_a_logged_in_worker():
+    round = make_round(task_type="verification", targets=[make_candidate()])
+    assert next_task(APIClient(), round).status_code == 403
+    outsider = User.objects.create_user("researcher", password="pw-123456")
+    response = next_task(client_for(outsider), round)
+    assert response.status_code == 403
+    assert "workers group" in response.json()["detail"]
+    assert not Assignment.objects.exists()
+
+
+def test_csrf_is_enforced_for_logged_in_browsers():
+    round = make_round(task_type="verification", targets=[make_candidate()])
+    response = next_task(client_for(make_worker_user(), csrf=True), round)
+    assert response.status_code == 403
+    assert not Assignment.objects.exists()
+
+
+def test_next_task_and_submit_round_trip():
+    round = make_round(task_type="verification", targets=[make_candidate(text="Answer <b>bold</b>")])
+    client = client_for(make_worker_user())
+    body = next_task(client, round).json()
+    task = body["assignment"]
+    assert task["task_type"] == "verification"
+    assert task["task"]["candidate"]["text"] == "Answer <b>bold</b>"
+    assert body["progress"] == {"done": 0, "total": 1}
+    assert next_task(client, round).json()["assignment"]["id"] == task["id"]
+
+    data = {"outcome": "correct", "harmful": False, "comment": ""}
+    first = submit(client, task["id"], data)
+    assert first.status_code == 201, first.content
+    assert first.json()["stored"] is True
+    repeat = submit(client, task["id"], data)
+    assert repeat.status_code == 200 and repeat.json()["stored"] is False
+    assert repeat.json()["payload"] == first.json()["payload"]
+    conflict = submit(client, task["id"], {"outcome": "caption_problem"})
+    assert conflict.status_code == 409 and conflict.json()["detail"]
+    assert Verification.objects.filter(is_aggregate=False).count() == 1
+
+    done = next_task(client, round).json()
+    assert done["assignment"] is None and done["progress"] == {"done": 1, "total": 1}
+
+
+def _state():
+    return list(Assignment.objects.order_by("pk").values_list("status", "payload")), Caption.objects.count()
+
+
+@pytest.mark.parametrize(
+    "task_type, bad_data, status",
+    [
+        ("ranking", {"order": [1, 2, 3]}, 400),
+        ("pairwise", {}, 400),
+        ("caption", {"captions": [""]}, 400),
+        ("verification", {"outcome": ""}, 400),
+    ],
+)
+def test_bad_submissions_get_a_4xx_with_a_message_and_change_nothing(task_type, bad_data, status):
+    instance = make_instance(captions=False)
+    targets = {
+        "ranking": lambda: [make_review_set()],
+        "pairwise": lambda: [tuple(make_outputs(instance=instance))],
+        "caption": lambda: [instance],
+        "verification": lambda: [make_candidate()],
+    }[task_type]()
+    round = make_round(task_type=task_type, targets=targets)
+    client = client_for(make_worker_user())
+    assignment_id = next_task(client, round).json()["assignment"]["id"]
+    before = _state()
+    response = submit(client, assignment_id, bad_data)
+    assert response.status_code == status
+    assert response.json()["detail"]
+    assert _state() == before
+
+
+def test_unknown_foreign_and_closed_round_submissions():
+    round = make_round(task_type="verification", targets=[make_candidate(), make_candidate()])
+    owner, other = client_for(make_worker_user()), client_for(make_worker_user())
+    mine = next_task(owner, round).json()["assignment"]["id"]
+    next_task(other, round)
+    before = _state()
+    assert submit(owner, 987654, {"outcome": "correct"}).status_code == 404
+    foreign = submit(other, mine, {"outcome": "correct"})
+    assert foreign.status_code == 403 and "another worker" in foreign.json()["detail"]
+    services.close_round(round=round)
+    closed = submit(owner, mine, {"outcome": "correct"})
+    assert closed.status_code == 409 and "closed" in closed.json()["detail"]
+    assert next_task(owner, round).status_code == 409
+    assert _state() == before
+
+
+def test_form_encoded_submissions_work_like_the_page_sends_them():
+    instance = make_instance(images=2, captions=False)
+    round = make_round(task_type="caption", targets=[instance])
+    client = client_for(make_worker_user())
+    assignment_id = next_task(client, round).json()["assignment"]["id"]
+    response = submit(client, assignment_id, {"captions": ["one", "two"]}, fmt="multipart")
+    assert response.status_code == 201, response.content
+    assert list(Caption.objects.filter(instance=instance).order_by("position").values_list("text", flat=True)) == ["one", "two"]
+
+
+def test_return_gives_the_task_back():
+    round = make_round(task_type="verification", targets=[make_candidate()])
+    client = client_for(make_worker_user())
+    assignment_id = next_task(client, round).json()["assignment"]["id"]
+    response = client.post(reverse("annotation-api:return", args=[assignment_id]))
+    assert response.status_code == 200
+    assert Assignment.objects.get(pk=assignment_id).status == Assignment.Status.RETURNED
+    assert client.post(reverse("annotation-api:return", args=[assignment_id])).status_code == 409
+
+
+# --- pages -----------------------------------------------------------------------------------------
+
+
+def test_pages_need_a_worker(client):
+    round = make_round(task_type="verification", targets=[make_candidate()])
+    url = reverse("annotation:round", args=[round.pk])
+    assert client.get(url).status_code == 302
+    client.force_login(User.objects.create_user("someone", password="pw-123456"))
+    assert client.get(url).status_code == 403
+    assert client.get(reverse("annotation:work-list")).status_code == 403
+
+
+def test_work_list_shows_open_rounds_with_progress(client):
+    open_round = make_round(task_type="verification", targets=[make_candidate()])
+    draft = make_round(task_type="verification", targets=[make_candidate()], open=False)
+    client.force_login(make_worker_user())
+    page = client.get(reverse("annotation:work-list")).content.decode()
+    assert open_round.name in page and draft.name not in page
+    assert "0 of 1 done" in page
+
+
+@pytest.mark.parametrize("task_type", ["instruction_generation", "caption", "verification", "pairwise", "ranking"])
+def test_every_task_page_renders_and_escapes_worker_text(client, task_type):
+    instance = make_instance(instruction=XSS, captions=True)
+    Caption.objects.filter(instance=instance).update(text=XSS)
+    candidate = make_candidate(instance=instance, text=XSS)
+    family = make_family(name="Fam " + XSS)
+    family.seed_instruction = XSS
+    family.save()
+    targets = {
+        "instruction_generation": [family],
+        "caption": [instance],
+        "verification": [candidate],
+        "pairwise": [tuple(make_outputs(instance=instance))],
+        "ranking": [make_review_set(texts=[XSS] * 5)],
+    }[task_type]
+    round = make_round(task_type=task_type, targets=targets)
+    client.force_login(make_worker_user())
+    response = client.get(reverse("annotation:round", args=[round.pk]))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<script>window.__pwned" not in page
+    assert 'onerror="window' not in page
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page
+    assert 'id="task-form"' in page
+
+
+def test_task_page_uses_the_round_language(client):
+    round = make_round(task_type="ranking", targets=[make_review_set(language="ja")], language="ja")
+    client.force_login(make_worker_user())
+    page = client.get(reverse("annotation:round", args=[round.pk])).content.decode()
+    assert '<html lang="ja">' in page
+    assert "送信" in page  # "Submit"
+
+
+def test_the_page_shows_nothing_left_when_the_round_is_done(client):
+    round = make_round(task_type="verification", targets=[make_candidate()])
+    user = make_worker_user()
+    worker = services.get_or_create_local_worker(user=user)
+    assignment = services.request_assignment(round=round, worker=worker)
+    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"outcome": "correct"})
+    client.force_login(user)
+    page = client.get(reverse("annotation:round", args=[round.pk])).content.decode()
+    assert 'id="no-task"' in page and "1 of 1 done" in page
+
+
+def test_api_messages_follow_the_round_language():
+    round = make_round(task_type="ranking", targets=[make_review_set(language="ja")], language="ja")
+    client = client_for(make_worker_user())
+    assignment_id = next_task(client, round).json()["assignment"]["id"]
+    detail = submit(client, assignment_id, {"order": [1]}).json()["detail"]
+    assert json.dumps(detail, ensure_ascii=False) != json.dumps("The ranking must contain each of the 5 reviews exactly once.")
+    assert "レビュー" in detail

@@ -1,0 +1,48 @@
+"""Property tests of payload validation that need no database."""
+from types import SimpleNamespace
+
+import pytest
+from django.core.exceptions import ValidationError
+from hypothesis import given
+from hypothesis import strategies as st
+
+from annotation.task_types import REGISTRY
+
+REVIEW_IDS = [11, 12, 13, 14, 15]
+ranking = REGISTRY["ranking"]
+pairwise = REGISTRY["pairwise"]
+
+
+def ranking_assignment():
+    return SimpleNamespace(presentation={"review_order": list(REVIEW_IDS)})
+
+
+@given(st.lists(st.sampled_from(REVIEW_IDS + [0, 16, 99]), max_size=8))
+def test_a_ranking_is_accepted_exactly_when_it_is_a_permutation(order):
+    is_permutation = sorted(order) == sorted(REVIEW_IDS)
+    try:
+        payload = ranking.validate(assignment=ranking_assignment(), data={"order": order}, files={})
+    except ValidationError:
+        assert not is_permutation
+    else:
+        assert is_permutation and payload == {"order": order}
+
+
+@given(st.permutations(REVIEW_IDS))
+def test_ranks_follow_the_submitted_order(order):
+    assignment = SimpleNamespace(payload={"order": list(order)})
+    ranks = ranking.result(assignment)["ranks"]
+    assert [ranks[str(review_id)] for review_id in order] == [1, 2, 3, 4, 5]
+
+
+@given(st.sampled_from(["a", "b"]), st.sampled_from(["left", "right"]))
+def test_the_pairwise_winner_is_the_side_shown_where_the_worker_clicked(left, choice):
+    presentation = {"left": left, "right": "b" if left == "a" else "a"}
+    assignment = SimpleNamespace(presentation=presentation, payload={"choice": choice})
+    assert pairwise.result(assignment) == {"winner": presentation[choice]}
+
+
+@pytest.mark.parametrize("data", [None, [], "left", {"choice": None}, {"choice": ["left"]}])
+def test_malformed_pairwise_payloads_are_refused(data):
+    with pytest.raises(ValidationError):
+        pairwise.validate(assignment=SimpleNamespace(), data=data, files={})
