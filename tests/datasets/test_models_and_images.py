@@ -102,6 +102,11 @@ def test_load_demo_prints_logins_and_urls():
     text = out.getvalue()
     assert "http://127.0.0.1:8123/admin/" in text
     assert "login researcher / " in text
+    assert "6 open rounds (caption, instruction_generation, pairwise, ranking, ranking_ja, verification)" in text
+    from annotation.models import CollectionRound, Worker
+
+    assert CollectionRound.objects.filter(status="open").count() == 6
+    assert Worker.objects.filter(user__username__in=["worker1", "worker2", "worker3"]).count() == 3
     from django.contrib.auth import authenticate
 
     password = text.split("login researcher / ")[1].split()[0]

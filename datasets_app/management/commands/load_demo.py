@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from annotation.demo import create_demo_rounds
 from datasets_app.demo import create_demo_data
 
 RESEARCHER = "researcher"
@@ -23,11 +24,13 @@ class Command(BaseCommand):
     def handle(self, *args, host, port, **options):
         with transaction.atomic():
             counts = create_demo_data()
-            researcher, passwords = self._accounts()
+            researcher, workers, passwords = self._accounts()
+            rounds = create_demo_rounds(researcher=researcher, worker_users=workers)
         base = f"http://{host}:{port}"
         self.stdout.write(self.style.SUCCESS(
             f"Demo data: {counts['families']} families, {counts['instances']} instances, "
-            f"{counts['review_sets']} review sets."
+            f"{counts['review_sets']} review sets, {len(rounds)} open rounds "
+            f"({', '.join(sorted(rounds))})."
         ))
         self.stdout.write("")
         self.stdout.write(f"  Platform:         {base}/")
@@ -40,6 +43,7 @@ class Command(BaseCommand):
     def _accounts(self):
         users = get_user_model()
         passwords = {}
+        workers = []
         researcher, _ = users.objects.get_or_create(username=RESEARCHER)
         researcher.is_staff = researcher.is_superuser = True
         passwords[RESEARCHER] = secrets.token_urlsafe(9)
@@ -50,4 +54,5 @@ class Command(BaseCommand):
             passwords[name] = secrets.token_urlsafe(9)
             worker.set_password(passwords[name])
             worker.save()
-        return researcher, passwords
+            workers.append(worker)
+        return researcher, workers, passwords
