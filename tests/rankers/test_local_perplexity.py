@@ -5,12 +5,7 @@ import numpy as np
 import pytest
 
 from evaluation.rankers.base import SCORE_COLUMNS, ReviewItem
-from evaluation.rankers.local_perplexity import LocalPerplexityRanker, perplexity_from_log_probs
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    return LocalPerplexityRanker.smollm2(batch_size=4)
+from evaluation.rankers.local_perplexity import perplexity_from_log_probs
 
 
 def test_fluent_text_has_lower_perplexity_than_scrambled(smollm2):

@@ -1,6 +1,7 @@
-"""``manage.py irr_report``: IRR agreement filtering, threshold sweep and model correlation from CSV files.
+"""``manage.py irr_report``: IRR agreement filtering, threshold sweep and model correlation.
 
-Thin on purpose: read the CSV files, call ``evaluation.core.irr.irr_report``, write the results.
+Thin on purpose: read the CSV files (or, with ``--from-db``, the crowd's rankings and the stored model
+scores), call ``evaluation.core.irr.irr_report``, write the results.
 """
 from __future__ import annotations
 
@@ -30,14 +31,19 @@ def models_with_reference(report: irr.IRRReport) -> pd.DataFrame:
 
 class Command(BaseCommand):
     help = (
-        "IRR report from long-format CSV files: per-item best annotator pair and keep decision, the "
+        "IRR report from long-format CSV files, or from the database (--from-db): per-item best annotator "
+        "pair and keep decision, the "
         "threshold sweep (paper Table 4 / Figure 4), model correlation with the top-agreeing annotators "
         "(Table 2), prompt rank vs human rank (Figure 3) and each model counted as an extra annotator."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--rankings", required=True, metavar="FILE",
+        parser.add_argument("--rankings", metavar="FILE",
                             help="CSV: item_id, annotator_id, review_id, rank [, language, prompt_rank]")
+        parser.add_argument("--from-db", action="store_true",
+                            help="rankings from the crowd's ranking rounds and the model scores stored by irr_rank")
+        parser.add_argument("--round", type=int, metavar="ROUND_ID",
+                            help="with --from-db: only this ranking round's judgments")
         parser.add_argument("--model-scores", metavar="FILE",
                             help="CSV: item_id, model, review_id, score (lower is better) or rank [, language]")
         parser.add_argument("--threshold", type=float, default=irr.DEFAULT_THRESHOLD,
@@ -50,12 +56,22 @@ class Command(BaseCommand):
         threshold = options["threshold"]
         if not (math.isfinite(threshold) and -1.0 <= threshold <= 1.0):
             raise CommandError(f"--threshold must lie in [-1, 1], got {threshold}")
-        rankings_path = Path(options["rankings"])
-        scores_path = Path(options["model_scores"]) if options["model_scores"] else None
-        sources = {irr.RANKINGS_SOURCE: str(rankings_path), irr.MODEL_SCORES_SOURCE: str(scores_path)}
+        if bool(options["rankings"]) == bool(options["from_db"]):
+            raise CommandError("give either --rankings FILE or --from-db")
+        if options["from_db"] and options["model_scores"]:
+            raise CommandError("--model-scores is for files; with --from-db the stored scores are used")
+        if options["round"] is not None and not options["from_db"]:
+            raise CommandError("--round needs --from-db")
+        sources: dict[str, str] = {}  # the core's source names -> file names, for error messages
         try:
-            rankings = irr.read_rankings_csv(rankings_path, source=str(rankings_path))
-            model_scores = irr.read_model_scores_csv(scores_path, source=str(scores_path)) if scores_path else None
+            if options["from_db"]:
+                rankings, model_scores = self.database_inputs(options["round"])
+            else:
+                rankings_path = Path(options["rankings"])
+                scores_path = Path(options["model_scores"]) if options["model_scores"] else None
+                sources = {irr.RANKINGS_SOURCE: str(rankings_path), irr.MODEL_SCORES_SOURCE: str(scores_path)}
+                rankings = irr.read_rankings_csv(rankings_path, source=str(rankings_path))
+                model_scores = irr.read_model_scores_csv(scores_path, source=str(scores_path)) if scores_path else None
             report = irr.irr_report(rankings, model_scores, threshold=threshold)
         except irr.IRRInputError as error:
             raise CommandError(error.describe(sources.get(error.source))) from None
@@ -84,6 +100,27 @@ class Command(BaseCommand):
         self.print_report(report, verbosity=options["verbosity"])
         for path in outputs:
             self.stdout.write(f"wrote {path}")
+
+    @staticmethod
+    def database_inputs(round_id: int | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+        """Crowd rankings (with prompt ranks) and the stored model scores of the ranked review sets."""
+        from annotation.models import CollectionRound
+        from evaluation.selectors import irr_rankings, review_scores
+
+        round = None
+        if round_id is not None:
+            round = CollectionRound.objects.filter(pk=round_id).first()
+            if round is None:
+                raise CommandError(f"--round: no collection round with id {round_id}")
+            if round.task_type != "ranking":
+                raise CommandError(f"--round: round {round_id} is a {round.task_type} round, not a ranking round")
+        rankings = irr_rankings(round=round)
+        if rankings.empty:
+            where = f"round {round_id}" if round is not None else "the database"
+            raise CommandError(f"{where} has no submitted rankings")
+        # Only scores of items that have rankings: the core treats any other item as an error.
+        scores = review_scores(item_ids=rankings[irr.ITEM].unique())
+        return rankings, (scores[[*irr.MODEL_ID_COLUMNS, irr.SCORE]] if not scores.empty else None)
 
     def print_report(self, report: irr.IRRReport, *, verbosity: int) -> None:
         result = report.agreement

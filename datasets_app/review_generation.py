@@ -1,0 +1,320 @@
+"""IRR review generation: five reviews of an image, one per level, written by a vision-capable LLM.
+
+For each (image, language) the model gets the image and our prompt template (one per language,
+versioned through ``llm.services.ensure_template``) and answers with a JSON object holding exactly
+five reviews, levels 1..5 (the prompt rank):
+
+1 objective and reasonable, 2 subjective but reasonable, 3 objective but unreasonable,
+4 subjective and unreasonable, 5 subjective and containing an error.
+
+An answer that does not parse is followed up once with a corrective message (a new request, so the
+response cache cannot hand back the same bad answer); if that fails too the pair is reported as
+failed and nothing is stored for it. Each accepted answer becomes one ReviewSet with its five
+Reviews in one transaction. An (image, language) that already has a generated set is skipped, so a
+re-run only asks for what is missing.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.db import transaction
+
+from llm.client import LLMClient, LLMResult, chat_request, run_batch
+from llm.config import LLMConfig
+from llm.models import LLMRun
+from llm.services import create_run, ensure_template, render_template
+
+from .models import Image, Language, Review, ReviewSet, Source
+
+PURPOSE = "irr_review"
+LEVELS = tuple(range(1, ReviewSet.REVIEWS_PER_SET + 1))
+MAX_TOKENS = 3000  # five reviews of a paragraph each, with room for Japanese (more tokens per idea)
+
+TEMPLATE_NAMES = {"en": "irr-review-generation-en", "ja": "irr-review-generation-ja"}
+
+# Level wording follows the IRR paper (Appendix A.1 / D.1); the JSON shape is ours, so the answer
+# can be checked strictly instead of split on numbering.
+TEMPLATE_TEXTS = {
+    "en": (
+        "You are an art and photography critic. Look at the image (category: {category}) and write five "
+        "different critical reviews of it in English, one for each of these levels:\n"
+        "1. Objective and reasonable\n"
+        "2. Subjective but reasonable\n"
+        "3. Objective but unreasonable\n"
+        "4. Subjective and unreasonable\n"
+        "5. Subjective and containing an error (something that is not true of the image)\n"
+        "Each review is one paragraph of three to five sentences that comments on what works in the image "
+        "and what could be improved. Do not mention the level inside the review text.\n"
+        "Answer with JSON only, exactly in this shape:\n"
+        '{"reviews": [{"level": 1, "text": "..."}, {"level": 2, "text": "..."}, {"level": 3, "text": "..."}, '
+        '{"level": 4, "text": "..."}, {"level": 5, "text": "..."}]}'
+    ),
+    "ja": (
+        "あなたは美術と写真の批評家です。画像（カテゴリ：{category}）を見て、次の五つの水準それぞれについて、"
+        "異なる批評レビューを日本語で一つずつ書いてください。\n"
+        "1. 客観的で妥当\n"
+        "2. 主観的だが妥当\n"
+        "3. 客観的だが妥当でない\n"
+        "4. 主観的で妥当でない\n"
+        "5. 主観的で誤りを含む（画像について事実でないことを含む）\n"
+        "各レビューは三〜五文の一段落とし、画像の良い点と改善できる点について述べてください。"
+        "レビュー本文の中で水準には触れないでください。\n"
+        "JSON のみで、次の形のとおりに答えてください：\n"
+        '{"reviews": [{"level": 1, "text": "..."}, {"level": 2, "text": "..."}, {"level": 3, "text": "..."}, '
+        '{"level": 4, "text": "..."}, {"level": 5, "text": "..."}]}'
+    ),
+}
+
+CORRECTIONS = {
+    "en": (
+        "Your answer could not be used: {problem}. Reply again with JSON only, in the shape "
+        '{"reviews": [{"level": 1, "text": "..."}, ...]} with exactly five reviews, levels 1 to 5, '
+        "each with a non-empty text in English."
+    ),
+    "ja": (
+        "回答を利用できませんでした：{problem}。JSON のみで、"
+        '{"reviews": [{"level": 1, "text": "..."}, ...]} の形で、水準 1〜5 のレビューをちょうど五つ、'
+        "それぞれ空でない日本語の本文で、もう一度答えてください。"
+    ),
+}
+
+_FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+class ReviewAnswerError(ValueError):
+    """The model's answer is not five reviews for levels 1..5."""
+
+
+def parse_review_answer(text: str) -> dict[int, str]:
+    """The five review texts by level from a JSON answer; anything else is a ReviewAnswerError.
+
+    A Markdown code fence around the JSON is accepted (models add one even when told not to);
+    everything else must be exactly the requested shape.
+    """
+    fenced = _FENCE.match(text or "")
+    body = fenced.group(1) if fenced else (text or "").strip()
+    if not body:
+        raise ReviewAnswerError("the answer is empty")
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ReviewAnswerError(f"the answer is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("reviews"), list):
+        raise ReviewAnswerError('the answer is not an object with a "reviews" list')
+    entries = data["reviews"]
+    if len(entries) != len(LEVELS):
+        raise ReviewAnswerError(f"expected {len(LEVELS)} reviews, got {len(entries)}")
+    reviews: dict[int, str] = {}
+    for position, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict):
+            raise ReviewAnswerError(f"review {position} is not an object")
+        level, review_text = entry.get("level"), entry.get("text")
+        if isinstance(level, bool) or not isinstance(level, int) or level not in LEVELS:
+            raise ReviewAnswerError(f"review {position} has level {level!r}, expected an integer 1..5")
+        if level in reviews:
+            raise ReviewAnswerError(f"level {level} appears twice")
+        if not isinstance(review_text, str) or not review_text.strip():
+            raise ReviewAnswerError(f"review {position} (level {level}) has no text")
+        reviews[level] = review_text.strip()
+    return reviews
+
+
+def ensure_review_templates() -> dict[str, tuple[str, int]]:
+    """Our default prompts as template versions; returns language -> (template name, latest version)."""
+    versions = {}
+    for language, name in TEMPLATE_NAMES.items():
+        template = ensure_template(
+            name=name, text=TEMPLATE_TEXTS[language],
+            description=f"IRR: five reviews of an image, levels 1..5, in {Language(language).label}.",
+        )
+        versions[language] = (template.name, template.version)
+    return versions
+
+
+def image_source(image: Image) -> str:
+    """What the LLM layer sends: our stored file (it becomes a base64 data URL) or the image's URL."""
+    return image.file.path if image.file else image.url
+
+
+@dataclass
+class GenerationFailure:
+    image_id: int
+    language: str
+    reason: str
+
+
+@dataclass
+class GenerationReport:
+    requested: int = 0
+    skipped_existing: int = 0
+    created: int = 0
+    retried: int = 0
+    failures: list[GenerationFailure] = field(default_factory=list)
+    review_set_ids: list[int] = field(default_factory=list)
+    run_id: int | None = None
+    spent_usd: Decimal = Decimal(0)
+
+    def summary(self) -> str:
+        return (
+            f"{self.requested} image/language pairs: {self.created} review sets created, "
+            f"{self.skipped_existing} already generated, {self.retried} retried, {len(self.failures)} failed "
+            f"(spent ${self.spent_usd})"
+        )
+
+
+@dataclass
+class _Job:
+    image: Image
+    language: str
+    prompt: object  # RenderedPrompt
+    request: object  # LLMRequest
+    answer: str = ""
+    problem: str = ""
+    reviews: dict[int, str] | None = None
+
+
+def images_for_generation(*, categories: Sequence[str] = (), image_ids: Sequence[int] = ()) -> list[Image]:
+    """The images to write reviews for: the given ids (all must exist), else the images with a
+    category (restricted to ``categories`` when given)."""
+    if image_ids:
+        found = {image.pk: image for image in Image.objects.filter(pk__in=image_ids)}
+        missing = [str(pk) for pk in image_ids if pk not in found]
+        if missing:
+            raise LookupError(f"no image with id {', '.join(missing)}")
+        images = [found[pk] for pk in dict.fromkeys(image_ids)]
+        if categories:
+            images = [image for image in images if image.category in categories]
+        return images
+    queryset = Image.objects.exclude(category="")
+    if categories:
+        queryset = queryset.filter(category__in=categories)
+    return list(queryset.order_by("pk"))
+
+
+def _check_configured(model: str | None) -> str:
+    # Before anything is written (templates, the run): a missing server or model is a setup problem.
+    config = LLMConfig.from_settings()
+    config.require_server()
+    return config.resolve_model(model)
+
+
+def generate_review_sets(
+    *,
+    images: Iterable[Image],
+    languages: Sequence[str] = ("en", "ja"),
+    model: str | None = None,
+    budget_usd: Decimal | float | str | None = None,
+    seed: int | None = None,
+    client: LLMClient | None = None,
+    on_requests: Callable[[int], object] | None = None,
+    progress: Callable[[LLMResult], object] | None = None,
+) -> GenerationReport:
+    """Ask the model for five reviews per (image, language) not generated yet, and store them.
+
+    Answers are cached by the LLM layer, so re-running after a failure gets the same answer back;
+    a ``seed`` (sent to the server) makes new requests and so new answers.
+    ``on_requests(n)`` is told how many requests a batch is about to send (first pass, then the
+    retries) and ``progress(result)`` is called per finished request, for a progress bar.
+    Raises ``LLMNotConfigured`` (nothing written) when no LLM server or model is set.
+    """
+    unknown = [language for language in languages if language not in TEMPLATE_NAMES]
+    if unknown:
+        raise ValueError(f"no review prompt for language(s): {', '.join(unknown)}")
+    model_name = _check_configured(model) if client is None else client.config.resolve_model(model)
+    images = list(images)
+    report = GenerationReport(requested=len(images) * len(languages))
+    already = set(
+        ReviewSet.objects.filter(image__in=images, language__in=languages, source=Source.LLM)
+        .values_list("image_id", "language")
+    )
+    pairs = [(image, language) for image in images for language in languages]
+    todo = [(image, language) for image, language in pairs if (image.pk, language) not in already]
+    report.skipped_existing = len(pairs) - len(todo)
+    if not todo:
+        return report
+
+    ensure_review_templates()
+    run: LLMRun = create_run(
+        name=f"IRR review generation ({model_name}, {len(todo)} image/language pairs)",
+        budget_usd=budget_usd, purpose=PURPOSE,
+    )
+    report.run_id = run.pk
+    sampling = {"temperature": 0} if seed is None else {"temperature": 0, "seed": seed}
+    jobs = []
+    for image, language in todo:
+        prompt = render_template(TEMPLATE_NAMES[language], category=image.category or "unspecified")
+        try:
+            request = chat_request(
+                prompt, images=[image_source(image)], model=model, purpose=PURPOSE, max_tokens=MAX_TOKENS,
+                **sampling,
+            )
+        except (FileNotFoundError, ValueError) as exc:  # a stored file gone missing, or not an image
+            report.failures.append(GenerationFailure(image.pk, language, f"cannot send the image: {exc}"))
+            continue
+        jobs.append(_Job(image=image, language=language, prompt=prompt, request=request))
+
+    if jobs:
+        _ask(jobs, run=run, client=client, on_requests=on_requests, progress=progress)
+    retry = [job for job in jobs if job.reviews is None and job.answer]
+    for job in retry:
+        # The same conversation plus a corrective turn: a new request body, so no cache hit.
+        messages = [
+            *job.request.messages,
+            {"role": "assistant", "content": job.answer},
+            {"role": "user", "content": CORRECTIONS[job.language].replace("{problem}", job.problem)},
+        ]
+        job.request = chat_request(
+            messages=messages, model=model, purpose=PURPOSE, max_tokens=MAX_TOKENS, **sampling,
+        )
+    report.retried = len(retry)
+    if retry:
+        _ask(retry, run=run, client=client, on_requests=on_requests, progress=progress)
+
+    for job in jobs:
+        if job.reviews is None:
+            report.failures.append(GenerationFailure(job.image.pk, job.language, job.problem))
+            continue
+        review_set = _store(job, model_name=model_name)
+        report.review_set_ids.append(review_set.pk)
+        report.created += 1
+    run.refresh_from_db(fields=["spent_usd"])
+    report.spent_usd = run.spent_usd
+    return report
+
+
+def _ask(jobs: list[_Job], *, run, client, on_requests, progress) -> None:
+    if on_requests is not None:
+        on_requests(len(jobs))
+    results = run_batch([job.request for job in jobs], run=run, progress=progress, client=client)
+    for job, result in zip(jobs, results):
+        if not result.ok:
+            # A transport failure or a refused request is not retried here: the LLM layer already
+            # retried it, and a re-run of the command asks again.
+            job.answer, job.problem = "", f"the request failed ({result.status}): {result.error}"
+            continue
+        job.answer = result.text or ""
+        try:
+            job.reviews = parse_review_answer(job.answer)
+            job.problem = ""
+        except ReviewAnswerError as exc:
+            job.problem = str(exc)
+
+
+@transaction.atomic
+def _store(job: _Job, *, model_name: str) -> ReviewSet:
+    review_set = ReviewSet(
+        image=job.image, category=job.image.category, language=job.language, source=Source.LLM,
+        generator_model=model_name, prompt_template=job.prompt.template_name,
+        prompt_template_version=job.prompt.template_version,
+    )
+    review_set.full_clean()
+    review_set.save()
+    reviews = [Review(review_set=review_set, prompt_rank=level, text=job.reviews[level]) for level in LEVELS]
+    for review in reviews:
+        review.full_clean(exclude=["review_set"])
+    Review.objects.bulk_create(reviews)
+    return review_set

@@ -1,0 +1,99 @@
+"""``manage.py irr_rank``: run an IRR model ranker over the review sets in the database and store the scores."""
+from __future__ import annotations
+
+import sys
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from evaluation.rankers.registry import RANKER_NAMES, make_ranker
+from evaluation.rankers.uploaded import UploadedScoresError
+from evaluation.selectors import review_items
+from evaluation.services import ScoreStoreError, rank_and_store
+from llm.config import LLMConfig, LLMNotConfigured
+from llm.services import create_run
+
+LLM_RANKERS = ("server-perplexity", "chat")
+
+
+class Command(BaseCommand):
+    help = (
+        "IRR: rank the reviews of the review sets in the database with a model (perplexity under a local "
+        "model or from a completions server, a chat model's ranking, or uploaded scores) and store the "
+        "scores for irr_report --from-db."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--ranker", required=True, choices=RANKER_NAMES)
+        parser.add_argument("--model", help="server model name (default LLM_MODEL); local model folder or GGUF "
+                                            "file (default SmolLM2-135M); for uploaded, the model to read")
+        parser.add_argument("--language", choices=["en", "ja"], help="only review sets in this language")
+        parser.add_argument("--review-sets", nargs="+", type=int, metavar="ID", help="only these review sets")
+        parser.add_argument("--scores", metavar="FILE", help="uploaded: CSV item_id, model, review_id, score|rank")
+        parser.add_argument("--out", metavar="CSV", help="also write the scores to this CSV file")
+        parser.add_argument("--no-image", action="store_true", help="chat: do not send the image")
+        parser.add_argument("--seed", type=int, default=0, help="chat: seed of the order reviews are shown in")
+        parser.add_argument("--budget", metavar="USD", help="server-perplexity, chat: spending cap")
+
+    def handle(self, *args, **options) -> None:
+        name = options["ranker"]
+        if name == "uploaded" and not options["scores"]:
+            raise CommandError("--ranker uploaded needs --scores FILE")
+        if options["scores"] and name != "uploaded":
+            raise CommandError("--scores is only for --ranker uploaded")
+        if options["budget"] is not None and name not in LLM_RANKERS:
+            raise CommandError("--budget is only for the rankers that call an LLM server: " + ", ".join(LLM_RANKERS))
+        out = Path(options["out"]) if options["out"] else None
+        if out is not None and not out.parent.is_dir():
+            raise CommandError(f"{out}: the folder {out.parent} does not exist")
+        budget = None
+        if options["budget"] is not None:
+            try:
+                budget = Decimal(options["budget"])
+            except InvalidOperation:
+                raise CommandError(f"--budget must be an amount in USD, got {options['budget']!r}") from None
+            if not budget.is_finite() or budget < 0:
+                raise CommandError(f"--budget must be a non-negative amount in USD, got {options['budget']!r}")
+        items = review_items(language=options["language"], review_set_ids=options["review_sets"])
+        if not items:
+            raise CommandError("no review sets to rank")
+
+        run = None
+        if name in LLM_RANKERS:
+            try:
+                config = LLMConfig.from_settings()
+                config.require_server()
+                model = config.resolve_model(options["model"])
+            except LLMNotConfigured as exc:
+                raise CommandError(f"The LLM is not configured: {exc}") from None
+            run = create_run(name=f"IRR {name} ranking ({model}, {len(items)} review sets)", budget_usd=budget,
+                             purpose=f"irr_{name.replace('-', '_')}")
+        # One bar per LLM request: one per review for server perplexity, one per item (plus retries) for chat.
+        bar = tqdm(total=0, unit="request", disable=options["verbosity"] == 0 or run is None, file=sys.stderr)
+
+        def more_requests(count: int) -> None:
+            bar.total += count
+            bar.refresh()
+
+        try:
+            ranker = make_ranker(name, model=options["model"], scores_path=options["scores"], run=run,
+                                 with_image=not options["no_image"], seed=options["seed"],
+                                 progress=lambda result: bar.update(), on_requests=more_requests)
+            outcome = rank_and_store(ranker=ranker, ranker_kind=name, items=items)
+        except (UploadedScoresError, ScoreStoreError, ValueError, RuntimeError) as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            bar.close()
+        if out is not None:
+            outcome.scores.to_csv(out, index=False)
+        for missing in outcome.unscored:
+            self.stderr.write(f"review set {missing.item_id}: not scored: {missing.reason}")
+        models = ", ".join(sorted(map(str, outcome.scores["model"].unique()))) or "-"
+        scored = outcome.scores["item_id"].nunique()
+        self.stdout.write(self.style.SUCCESS(
+            f"{name}: {scored} of {len(items)} review sets scored ({outcome.stored} review scores stored; "
+            f"model {models})"))
+        if out is not None:
+            self.stdout.write(f"wrote {out}")

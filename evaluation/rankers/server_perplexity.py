@@ -1,0 +1,130 @@
+"""Perplexity of review texts from an OpenAI-compatible completions server (vLLM and the like).
+
+Each review is sent on its own as ``prefix + review`` to ``/v1/completions`` with ``echo`` and
+``logprobs``, which makes the server return the log-probability of every prompt token together with
+each token's character offset. Only the review's tokens count, as in the local ranker: a token
+belongs to the review when it ends after the prefix does (a token that merges the prefix's last
+space with the review's first word is the review's first word). The very first prompt token has no
+log-probability (nothing precedes it) and any generated token lies past the prompt; neither is
+scored. Lower perplexity is better.
+
+Every request of a call goes through one ``run_batch`` (cache, budget, accounting). An item with
+a failed call or an unusable answer for any of its reviews is reported in ``unscored`` and left
+out; it never stops the others.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llm.client import LLMClient, LLMResult, completion_request, run_batch
+from llm.models import LLMRun
+
+from .base import PERPLEXITY_PREFIX_VERSION, PERPLEXITY_PREFIXES, ReviewItem, Unscored, scores_frame
+from .local_perplexity import perplexity_from_log_probs
+
+PURPOSE = "irr_perplexity"
+
+
+class PromptLogprobsError(ValueError):
+    """The server's answer does not carry usable prompt-token log-probabilities."""
+
+
+def review_log_probs(logprobs: dict | None, *, prefix_length: int, prompt_length: int) -> list[float]:
+    """The log-probabilities of the review's tokens in an echoed completions ``logprobs`` object."""
+    if not isinstance(logprobs, dict):
+        raise PromptLogprobsError("the answer has no logprobs (does the server support echo with logprobs?)")
+    tokens, values, offsets = (logprobs.get(key) for key in ("tokens", "token_logprobs", "text_offset"))
+    if not (isinstance(tokens, list) and isinstance(values, list) and isinstance(offsets, list)) or not (
+        len(tokens) == len(values) == len(offsets)
+    ):
+        raise PromptLogprobsError("logprobs lacks matching tokens, token_logprobs and text_offset lists")
+    selected = []
+    for position, (value, start) in enumerate(zip(values, offsets)):
+        if start >= prompt_length:
+            break  # generated after the prompt (max_tokens > 0)
+        # A token ends where the next begins; the last one ends with the prompt.
+        end = offsets[position + 1] if position + 1 < len(offsets) else prompt_length
+        if end <= prefix_length or value is None:
+            continue
+        selected.append(float(value))
+    if not selected:
+        raise PromptLogprobsError("no review token has a log-probability (was the prompt echoed?)")
+    return selected
+
+
+class ServerPerplexityRanker:
+    kind = "server-perplexity"
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        prefixes: dict[str, str] | None = None,
+        logprobs: int = 1,
+        max_tokens: int = 1,
+        run: LLMRun | None = None,
+        client: LLMClient | None = None,
+        progress: Callable[[LLMResult], object] | None = None,
+        on_requests: Callable[[int], object] | None = None,
+    ):
+        # max_tokens=1 by default: some servers refuse 0; the one generated token is not scored.
+        self.model = model
+        self.model_name = model or (client.config.model if client else "") or ""
+        self.prefixes = prefixes or PERPLEXITY_PREFIXES
+        self.logprobs = logprobs
+        self.max_tokens = max_tokens
+        self.run = run
+        self.client = client
+        self.progress = progress
+        self.on_requests = on_requests
+        self.prompt_version = f"perplexity-prefix@{PERPLEXITY_PREFIX_VERSION}"
+        self.unscored: list[Unscored] = []
+
+    def prefix_for(self, language: str) -> str:
+        try:
+            return self.prefixes[language]
+        except KeyError:
+            raise ValueError(f"no perplexity prefix for language {language!r}") from None
+
+    def requests_for(self, items: Sequence[ReviewItem]):
+        return [
+            completion_request(
+                self.prefix_for(item.language) + text, model=self.model, purpose=PURPOSE, echo=True,
+                logprobs=self.logprobs, max_tokens=self.max_tokens, temperature=0,
+            )
+            for item in items
+            for _, text in item.reviews
+        ]
+
+    def score_items(self, items: Sequence[ReviewItem]):
+        requests = self.requests_for(items)  # unknown languages fail here, before anything is sent
+        if self.on_requests is not None:
+            self.on_requests(len(requests))
+        results = run_batch(requests, run=self.run, progress=self.progress, client=self.client)
+        if not self.model_name and results:
+            self.model_name = results[0].model
+        rows, self.unscored = [], []
+        position = 0
+        for item in items:
+            prefix = self.prefix_for(item.language)
+            item_results = results[position:position + len(item.reviews)]
+            position += len(item.reviews)
+            try:
+                values = [
+                    self._perplexity(result, prefix_length=len(prefix), prompt_length=len(prefix) + len(text))
+                    for (_, text), result in zip(item.reviews, item_results)
+                ]
+            except PromptLogprobsError as error:
+                self.unscored.append(Unscored(item.item_id, str(error)))
+                continue
+            rows.extend((item.item_id, item.language, review_id, value)
+                        for (review_id, _), value in zip(item.reviews, values))
+        return scores_frame(self.model_name, rows)
+
+    @staticmethod
+    def _perplexity(result: LLMResult, *, prefix_length: int, prompt_length: int) -> float:
+        if not result.ok:
+            raise PromptLogprobsError(f"the request failed ({result.status}): {result.error}")
+        return perplexity_from_log_probs(
+            review_log_probs(result.logprobs, prefix_length=prefix_length, prompt_length=prompt_length)
+        )

@@ -1,0 +1,68 @@
+"""Reads for evaluation: IRR items for the rankers, stored model scores and crowd rankings as frames."""
+from __future__ import annotations
+
+import pandas as pd
+
+from datasets_app.models import ReviewSet
+from datasets_app.review_generation import image_source
+from evaluation.rankers.base import SCORE_COLUMNS, ReviewItem
+
+from .models import ReviewScore
+
+# The columns of the crowd rankings the IRR core reads (annotation's selector has more).
+IRR_RANKING_COLUMNS = ["item_id", "annotator_id", "review_id", "rank", "prompt_rank", "language"]
+REVIEW_SCORE_COLUMNS = [*SCORE_COLUMNS, "ranker_kind", "prompt_version"]
+
+
+def review_items(*, language: str | None = None, review_set_ids=None) -> list[ReviewItem]:
+    """Review sets as ranker items: item_id is the review set id, review ids are Review ids, the
+    reviews in prompt-rank order; the image is our stored file (sent as a data URL) or its URL."""
+    queryset = ReviewSet.objects.select_related("image").prefetch_related("reviews").order_by("pk")
+    if language is not None:
+        queryset = queryset.filter(language=language)
+    if review_set_ids is not None:
+        queryset = queryset.filter(pk__in=list(review_set_ids))
+    items = []
+    for review_set in queryset:
+        reviews = sorted(review_set.reviews.all(), key=lambda review: review.prompt_rank)
+        if len(reviews) < 2:
+            continue  # nothing to rank
+        items.append(ReviewItem(
+            item_id=str(review_set.pk), language=review_set.language,
+            reviews=[(str(review.pk), review.text) for review in reviews],
+            image_url=image_source(review_set.image), category=review_set.category,
+        ))
+    return items
+
+
+def review_scores(*, model: str | None = None, ranker_kind: str | None = None, item_ids=None) -> pd.DataFrame:
+    """Stored model scores in the score-table shape (item_id = review set id, review_id = Review id).
+
+    ``model`` is the model name, or ``"name (kind)"`` when one name was scored by several rankers,
+    so the two never merge into one model in a report.
+    """
+    queryset = ReviewScore.objects.select_related("review__review_set").order_by("model_name", "ranker_kind", "review_id")
+    if model is not None:
+        queryset = queryset.filter(model_name=model)
+    if ranker_kind is not None:
+        queryset = queryset.filter(ranker_kind=ranker_kind)
+    if item_ids is not None:
+        queryset = queryset.filter(review__review_set_id__in=list(item_ids))
+    rows = [
+        (score.review.review_set_id, score.model_name, score.review.review_set.language, score.review_id,
+         score.score, score.ranker_kind, score.prompt_version)
+        for score in queryset
+    ]
+    frame = pd.DataFrame(rows, columns=REVIEW_SCORE_COLUMNS)
+    kinds = frame.groupby("model")["ranker_kind"].transform("nunique")
+    several = (kinds > 1).to_numpy()
+    if several.any():
+        frame.loc[several, "model"] = frame.loc[several, "model"] + " (" + frame.loc[several, "ranker_kind"] + ")"
+    return frame
+
+
+def irr_rankings(*, round=None) -> pd.DataFrame:
+    """Crowd rankings from the ranking task (rejected work excluded), in the IRR core's long format."""
+    from annotation.selectors import ranking_judgments
+
+    return ranking_judgments(round)[IRR_RANKING_COLUMNS].reset_index(drop=True)
