@@ -66,3 +66,19 @@ def irr_rankings(*, round=None) -> pd.DataFrame:
     from annotation.selectors import ranking_judgments
 
     return ranking_judgments(round)[IRR_RANKING_COLUMNS].reset_index(drop=True)
+
+
+BATTLE_COLUMNS = ["model_a", "model_b", "winner", "category"]
+
+
+def human_battles(*, round_id: int | None = None) -> pd.DataFrame:
+    """Human pairwise judgments as battles (model_a, model_b, winner, category) in submission
+    order, the order online Elo replays; one judgment per row, ties impossible (forced choice)."""
+    from annotation.models import CollectionRound
+    from annotation.selectors import pairwise_battles
+
+    round_ = CollectionRound.objects.get(pk=round_id) if round_id is not None else None
+    frame = pairwise_battles(round_)
+    if frame.empty:
+        return pd.DataFrame(columns=BATTLE_COLUMNS)
+    return frame.sort_values("submitted_at", kind="stable")[BATTLE_COLUMNS].reset_index(drop=True)

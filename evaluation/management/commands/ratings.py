@@ -117,7 +117,14 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("file", help="battles: .csv, or .jsonl/.json with one JSON object per line")
+        parser.add_argument(
+            "file", nargs="?", help="battles: .csv, or .jsonl/.json with one JSON object per line"
+        )
+        parser.add_argument(
+            "--from-db", action="store_true",
+            help="rate the human pairwise judgments stored in the database instead of a file",
+        )
+        parser.add_argument("--round", type=int, metavar="ROUND_ID", help="with --from-db: one round only")
         parser.add_argument("--method", choices=["elo", "bt"], default="elo")
         parser.add_argument("--bootstrap", type=int, metavar="N", help="bootstrap rounds (e.g. 1000)")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -127,19 +134,26 @@ class Command(BaseCommand):
         parser.add_argument("--plot", dest="plot_path", metavar="OUT.png", help="write a PNG of the ratings")
 
     def handle(self, *args, **options) -> None:
-        path = Path(options["file"])
-        if not path.is_file():
-            raise CommandError(f"{path}: no such file")
+        if bool(options["file"]) == bool(options["from_db"]):
+            raise CommandError("give either a battle FILE or --from-db")
+        if options["round"] is not None and not options["from_db"]:
+            raise CommandError("--round goes with --from-db")
         bootstrap = options["bootstrap"]
         if bootstrap is not None and bootstrap < 1:
             raise CommandError("--bootstrap must be at least 1")
         anchor = parse_anchor(options["anchor"]) if options["anchor"] else None
 
-        battle_file = read_battle_file(path)
-        try:
-            battles = encode_battles(battle_file.frame)
-        except InvalidBattlesError as error:
-            raise CommandError(f"{path}: {describe_error(battle_file, error)}") from None
+        if options["from_db"]:
+            path, battles = self._database_battles(options["round"])
+        else:
+            path = Path(options["file"])
+            if not path.is_file():
+                raise CommandError(f"{path}: no such file")
+            battle_file = read_battle_file(path)
+            try:
+                battles = encode_battles(battle_file.frame)
+            except InvalidBattlesError as error:
+                raise CommandError(f"{path}: {describe_error(battle_file, error)}") from None
         for name, model in (("--anchor", anchor[0] if anchor else None), ("--reference", options["reference"])):
             if model is not None and model not in battles.models:
                 raise CommandError(f"{name}: model {model!r} does not appear in {path}")
@@ -163,3 +177,16 @@ class Command(BaseCommand):
         if options["plot_path"]:
             plot_ratings(result, options["plot_path"])
             self.stdout.write(f"wrote {options['plot_path']}")
+
+    @staticmethod
+    def _database_battles(round_id: int | None):
+        from annotation.models import CollectionRound
+        from evaluation.selectors import human_battles
+
+        if round_id is not None and not CollectionRound.objects.filter(pk=round_id, task_type="pairwise").exists():
+            raise CommandError(f"--round: no pairwise round with id {round_id}")
+        frame = human_battles(round_id=round_id)
+        source = f"round {round_id}" if round_id is not None else "the database"
+        if frame.empty:
+            raise CommandError(f"no pairwise judgments in {source}")
+        return source, encode_battles(frame)
