@@ -16,16 +16,21 @@ def _percent(part: int, whole: int) -> float:
     return round(100.0 * part / whole, 1) if whole else 0.0
 
 
-def yield_report() -> dict:
+def yield_report(*, source: str | None = None) -> dict:
     """Pipeline yield per split (paper Table 2): of the verified reference candidates, the share
     kept (correct), discarded for a caption problem and discarded for a response problem.
 
     Counts final verdicts (imported aggregates and aggregated crowd verifications), one per
     candidate. A verdict with no outcome counts as a candidate in none of the three shares.
+    ``source`` keeps only instances of one origin (e.g. "imported", or "crowd" for data
+    collected on the platform).
     """
     splits = {}
     for name, condition in YIELD_SPLITS.items():
-        counts = Verification.objects.filter(condition, is_aggregate=True).aggregate(
+        verdicts = Verification.objects.filter(condition, is_aggregate=True)
+        if source is not None:
+            verdicts = verdicts.filter(candidate__instance__source=source)
+        counts = verdicts.aggregate(
             candidates=Count("id"),
             correct=Count("id", filter=Q(outcome=Verification.Outcome.CORRECT)),
             caption=Count("id", filter=Q(outcome=Verification.Outcome.CAPTION_PROBLEM)),

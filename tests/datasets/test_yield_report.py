@@ -38,3 +38,15 @@ def test_table_output(shared_data):
     call_command("yield_report", stdout=out)
     line = [l for l in out.getvalue().splitlines() if l.startswith("multi-image")][0]
     assert line.split() == ["multi-image", "100", "63.0", "6.0", "30.0"]
+
+
+def test_source_filter_separates_imported_from_other_data(shared_data):
+    from datasets_app.demo import create_demo_data
+
+    create_demo_data()  # one verified multi-image instance entered by a researcher
+    call_command("import_visitbench", str(shared_data / "visit_bench_multi_images.csv"), stdout=io.StringIO())
+    assert yield_json()["splits"]["multi_image"]["candidates"] == 101
+    out = io.StringIO()
+    call_command("yield_report", "--json", "--source", "imported", stdout=out)
+    multi = json.loads(out.getvalue())["splits"]["multi_image"]
+    assert (multi["candidates"], multi["kept_pct"], multi["caption_problem_pct"], multi["response_problem_pct"]) == (100, 63.0, 6.0, 30.0)

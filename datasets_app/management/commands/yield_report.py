@@ -2,6 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
+from datasets_app.models import Source
 from datasets_app.selectors import yield_report
 
 SPLIT_LABELS = {"single_image": "single-image", "multi_image": "multi-image", "all": "all"}
@@ -12,9 +13,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", help="Print JSON instead of a table.")
+        parser.add_argument(
+            "--source", choices=Source.values,
+            help="Only instances of this origin (e.g. imported, or crowd for data collected here).",
+        )
 
     def handle(self, *args, **options):
-        report = yield_report()
+        report = yield_report(source=options["source"])
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
             return
