@@ -18,19 +18,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .file_errors import InputFileError
+
 REVIEW_LEVELS = 5
 LANGUAGES = ("en", "ja")
 
 
-class ReviewSetFormatError(ValueError):
-    def __init__(self, path: str, message: str, *, row: int | None = None, column: str | None = None):
-        self.path, self.row, self.column = path, row, column
-        where = [path]
-        if row is not None:
-            where.append(f"row {row}")
-        if column is not None:
-            where.append(f"field '{column}'")
-        super().__init__(f"{', '.join(where)}: {message}")
+class ReviewSetFormatError(InputFileError):
+    """A malformed review-set file (CSV or JSON lines)."""
 
 
 @dataclass

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
+from .file_errors import InputFileError
+
 SINGLE_IMAGE_COLUMNS = [
     "image_url",
     "image_dense_caption",
@@ -48,17 +50,10 @@ SINGLE_IMAGE = "single_image"
 MULTI_IMAGE = "multi_image"
 
 
-class VisitBenchFormatError(ValueError):
+class VisitBenchFormatError(InputFileError):
     """A malformed VisIT-Bench file; names the file, the data row and the column."""
 
-    def __init__(self, path: str, message: str, *, row: int | None = None, column: str | None = None):
-        self.path, self.row, self.column, self.detail = path, row, column, message
-        where = [path]
-        if row is not None:
-            where.append(f"row {row}")
-        if column is not None:
-            where.append(f"column '{column}'")
-        super().__init__(f"{', '.join(where)}: {message}")
+    field_word = "column"
 
 
 @dataclass
