@@ -93,6 +93,10 @@ QUALIFICATION_RULES = {
 }
 
 
+# VisIT-Bench order: a round of the key type may name a follow-up round of the value type.
+FOLLOW_UP_TASK_TYPES = {"instruction_generation": "caption", "caption": "verification"}
+
+
 class CollectionRound(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", _("Draft")
@@ -129,6 +133,16 @@ class CollectionRound(models.Model):
         help_text="Rewards of all taken assignments stay within this; empty means no cap.",
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT, db_index=True)
+    # VisIT-Bench chaining: where the next stage's items go once this round's items complete
+    # (instruction generation → caption, caption → verification, with references generated on the way).
+    follow_up_round = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="preceding_rounds",
+        help_text="Completed items here automatically feed this round (see docs/pipeline.md).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -141,6 +155,15 @@ class CollectionRound(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.task_type}, {self.status})"
+
+    def clean(self) -> None:
+        if self.follow_up_round_id is None:
+            return
+        expected = FOLLOW_UP_TASK_TYPES.get(self.task_type)
+        if expected is None or self.follow_up_round.task_type != expected:
+            raise ValidationError({"follow_up_round": _(
+                "Only instruction generation → caption and caption → verification rounds can be chained."
+            )})
 
     @property
     def task_type_handler(self):

@@ -471,11 +471,15 @@ def on_item_completed(*, item: WorkItem) -> None:
     """The single place where an item that has all its judgments moves the pipeline on.
 
     Dispatches to the task type's aggregation (verification verdicts, caption choice, pairwise
-    majority) and stores what it returns. Runs inside the submitting transaction.
+    majority) and stores what it returns, then lets the VisIT-Bench pipeline feed the round's
+    follow-up round (see ``annotation.pipeline``). Runs inside the submitting transaction.
     """
+    from .pipeline import after_item_completed  # the pipeline builds on these services
+
     handler = get_task_type(item.round.task_type)
     item.aggregate_result = handler.aggregate(item)
     item.save(update_fields=["aggregate_result"])
+    after_item_completed(item=item)
     logger.info("item %s of round %s completed", item.pk, item.round_id)
 
 

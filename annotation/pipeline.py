@@ -1,0 +1,327 @@
+"""VisIT-Bench stage transitions between crowd rounds and the LLM.
+
+instruction generation → (new instance) → caption → (LLM reference candidate) → verification →
+verified or discarded. The crowd steps' own effects live in their task types; this module moves
+instances from one stage to the next: it feeds a round's follow-up round, routes generated
+candidates into verification items, and starts new rounds for discarded instances (re-caption,
+regenerate).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.db import transaction
+from django.utils import timezone
+
+from datasets_app.models import Instance, ReferenceCandidate
+from datasets_app.reference_generation import (
+    ReferenceReport,
+    check_llm_configured,
+    generate_references,
+)
+from llm.client import LLMClient, LLMResult
+
+from . import services
+from .models import Assignment, CollectionRound, WorkItem
+
+logger = logging.getLogger(__name__)
+
+# Three workers per candidate by default: an odd panel, so a majority usually exists.
+VERIFICATION_WORKERS_PER_ITEM = 3
+# Settings a follow-up round copies from the round it follows (not the budget: tasks cost differently).
+INHERITED_SETTINGS = (
+    "language", "reward_per_task", "currency", "target_hourly_wage", "time_limit_seconds",
+    "qualification_rules", "created_by",
+)
+USABLE = (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN)
+
+
+# --- after an item completes -------------------------------------------------------------------
+
+
+def after_item_completed(*, item: WorkItem) -> None:
+    """Feed the round's follow-up round, if it names one. Runs inside the submitting transaction,
+    after the task type's aggregate; it never fails the worker's submission."""
+    round = item.round
+    follow_up = round.follow_up_round
+    if follow_up is None:
+        return
+    if follow_up.status not in USABLE:
+        logger.warning("round %s: follow-up round %s is %s; item %s not routed",
+                       round.pk, follow_up.pk, follow_up.status, item.pk)
+        return
+    if round.task_type == "instruction_generation":
+        try:
+            _caption_new_instances(item=item, caption_round=follow_up)
+        except services.InvalidTransition as error:  # closed between the check and the lock
+            logger.warning("round %s: follow-up round %s: %s", round.pk, follow_up.pk, error)
+    elif round.task_type == "caption":
+        if item.instance.status == Instance.Status.AWAITING_REFERENCE:
+            instance_id, round_id = item.instance_id, follow_up.pk
+            # After commit: the task (in a worker, or in-process without a broker) must see the
+            # captions, and a failing LLM call must not undo the worker's submission.
+            transaction.on_commit(lambda: _enqueue_reference_generation(instance_id, round_id), robust=True)
+
+
+def _caption_new_instances(*, item: WorkItem, caption_round: CollectionRound) -> None:
+    results = (
+        item.assignments.submitted()
+        .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+        .order_by("submitted_at", "id")
+        .values_list("result", flat=True)
+    )
+    instance_ids = [result["instance_id"] for result in results if result and "instance_id" in result]
+    already = set(WorkItem.objects.filter(round=caption_round, instance_id__in=instance_ids)
+                  .values_list("instance_id", flat=True))
+    instances = Instance.objects.filter(pk__in=[pk for pk in instance_ids if pk not in already]).order_by("pk")
+    if instances:
+        services.add_items(round=caption_round, targets=list(instances))
+
+
+def _enqueue_reference_generation(instance_id: int, verification_round_id: int) -> None:
+    from .tasks import generate_references_task
+
+    generate_references_task.delay(instance_ids=[instance_id], verification_round_id=verification_round_id)
+
+
+# --- verification items ------------------------------------------------------------------------
+
+
+def latest_caption_round(instance: Instance) -> CollectionRound | None:
+    item = (
+        WorkItem.objects.filter(instance=instance, round__task_type="caption", completed_at__isnull=False)
+        .select_related("round__follow_up_round")
+        .order_by("-completed_at", "-pk")
+        .first()
+    )
+    return item.round if item else None
+
+
+def create_follow_up_round(*, after: CollectionRound | None, task_type: str, name: str | None = None,
+                           workers_per_item: int | None = None) -> CollectionRound:
+    """A new round of ``task_type`` with the settings of ``after`` (defaults without one)."""
+    inherited = {field: getattr(after, field) for field in INHERITED_SETTINGS} if after else {}
+    if workers_per_item is None:
+        workers_per_item = VERIFICATION_WORKERS_PER_ITEM if task_type == "verification" else 1
+    stamp = timezone.now().strftime("%Y-%m-%d %H:%M")
+    default_name = f"{task_type.replace('_', ' ').capitalize()} after {after.name}" if after else (
+        f"{task_type.replace('_', ' ').capitalize()} {stamp}"
+    )
+    return services.create_round(
+        name=name or default_name, task_type=task_type, workers_per_item=workers_per_item, **inherited
+    )
+
+
+@dataclass
+class RoutingReport:
+    items: dict[int, list[int]] = field(default_factory=dict)  # round id -> new item ids
+    already_routed: int = 0
+    opened_rounds: list[int] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if not self.items:
+            return f"no new verification items ({self.already_routed} candidates already had one)"
+        parts = [f"round {round_id}: {len(ids)} items" for round_id, ids in self.items.items()]
+        return "verification items added: " + ", ".join(parts)
+
+
+@transaction.atomic
+def open_verification_items(
+    *, candidates: Iterable[ReferenceCandidate], round: CollectionRound | None = None
+) -> RoutingReport:
+    """Add a verification item per candidate that has none yet.
+
+    Into ``round`` when given; otherwise into the follow-up round of the caption round that
+    produced the instance's captions, creating (and opening) a verification round with that
+    round's settings and three workers per item when there is none or it no longer takes items.
+    """
+    report = RoutingReport()
+    by_round: dict[int, tuple[CollectionRound, list[ReferenceCandidate]]] = {}
+    fresh_without_caption_round: CollectionRound | None = None
+    new_rounds: list[CollectionRound] = []
+    for candidate in candidates:
+        if WorkItem.objects.filter(candidate=candidate).exists():
+            report.already_routed += 1
+            continue
+        target = round
+        if target is None:
+            caption_round = latest_caption_round(candidate.instance)
+            if caption_round is None:
+                if fresh_without_caption_round is None:
+                    fresh_without_caption_round = create_follow_up_round(after=None, task_type="verification")
+                    new_rounds.append(fresh_without_caption_round)
+                target = fresh_without_caption_round
+            else:
+                caption_round.refresh_from_db(fields=["follow_up_round"])
+                target = caption_round.follow_up_round
+                if target is None or target.status not in USABLE:
+                    target = create_follow_up_round(after=caption_round, task_type="verification")
+                    new_rounds.append(target)
+                    caption_round.follow_up_round = target
+                    caption_round.full_clean()
+                    caption_round.save(update_fields=["follow_up_round"])
+        by_round.setdefault(target.pk, (target, []))[1].append(candidate)
+    for round_id, (target, members) in by_round.items():
+        items = services.add_items(round=target, targets=members)
+        report.items[round_id] = [item.pk for item in items]
+    for new_round in new_rounds:
+        if new_round.pk in by_round:
+            services.open_round(round=new_round)
+            report.opened_rounds.append(new_round.pk)
+    return report
+
+
+# --- LLM step plus routing ---------------------------------------------------------------------
+
+
+@dataclass
+class PipelineReport:
+    references: ReferenceReport
+    routing: RoutingReport
+    reset_instances: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "references": self.references.as_dict(),
+            "verification_items": {str(k): v for k, v in self.routing.items.items()},
+            "opened_rounds": self.routing.opened_rounds,
+            "reset_instances": self.reset_instances,
+        }
+
+
+def generate_and_route_references(
+    *,
+    instances: Iterable[Instance] | None = None,
+    model: str | None = None,
+    budget_usd: Decimal | float | str | None = None,
+    verification_round: CollectionRound | None = None,
+    progress: Callable[[LLMResult], object] | None = None,
+    on_requests: Callable[[int], object] | None = None,
+    client: LLMClient | None = None,
+) -> PipelineReport:
+    """Generate reference candidates and open a verification item for each new one."""
+    report = generate_references(
+        instances=instances, model=model, budget_usd=budget_usd, progress=progress,
+        on_requests=on_requests, client=client,
+    )
+    candidates = ReferenceCandidate.objects.filter(pk__in=report.candidate_ids).select_related("instance")
+    routing = open_verification_items(candidates=candidates, round=verification_round)
+    return PipelineReport(references=report, routing=routing)
+
+
+# --- discarded instances: a new round ----------------------------------------------------------
+
+
+def discarded_instances(*, reasons: Iterable[str], instance_ids: Iterable[int] | None = None) -> list[Instance]:
+    unknown = set(reasons) - set(Instance.DiscardReason.values) - {""}
+    if unknown or not reasons:
+        raise ValueError(
+            f"unknown discard reason(s): {', '.join(sorted(unknown)) or '(none given)'}; "
+            f"known: {', '.join(v for v in Instance.DiscardReason.values if v)}"
+        )
+    queryset = Instance.objects.filter(status=Instance.Status.DISCARDED, discard_reason__in=list(reasons))
+    if instance_ids is not None:
+        queryset = queryset.filter(pk__in=list(instance_ids))
+    return list(queryset.select_related("family").order_by("pk"))
+
+
+@dataclass
+class RecaptionReport:
+    round: CollectionRound | None
+    instance_ids: list[int]
+
+    def summary(self) -> str:
+        if self.round is None:
+            return "no discarded instances matched: no round created"
+        return (f"caption round {self.round.pk} ({self.round.name}, {self.round.status}) "
+                f"with {len(self.instance_ids)} instances")
+
+
+@transaction.atomic
+def recaption_discarded(
+    *,
+    reasons: Iterable[str] = ("caption",),
+    instance_ids: Iterable[int] | None = None,
+    name: str | None = None,
+    workers_per_item: int = 1,
+    reward_per_task: Decimal | None = None,
+    follow_up_round: CollectionRound | None = None,
+    created_by=None,
+    open: bool = True,
+) -> RecaptionReport:
+    """A new caption round over instances discarded for the given reasons.
+
+    The instances go back to ``awaiting_caption``; their old captions stay current until the new
+    ones are chosen (the caption type's aggregate then replaces them), so nothing is lost if the
+    round is cancelled.
+    """
+    reasons = list(reasons)
+    instances = discarded_instances(reasons=reasons, instance_ids=instance_ids)
+    if not instances:
+        return RecaptionReport(round=None, instance_ids=[])
+    previous = latest_caption_round(instances[0])
+    round = create_follow_up_round(
+        after=previous, task_type="caption", workers_per_item=workers_per_item,
+        name=name or f"Re-caption ({', '.join(reasons)}) {timezone.now():%Y-%m-%d %H:%M}",
+    )
+    changed = []
+    if reward_per_task is not None:
+        round.reward_per_task = reward_per_task
+        changed.append("reward_per_task")
+    if created_by is not None:
+        round.created_by = created_by
+        changed.append("created_by")
+    if follow_up_round is not None:
+        round.follow_up_round = follow_up_round
+        changed.append("follow_up_round")
+    if changed:
+        round.full_clean()
+        round.save(update_fields=changed)
+    for instance in instances:
+        _reset(instance, Instance.Status.AWAITING_CAPTION)
+    services.add_items(round=round, targets=instances)
+    if open:
+        round = services.open_round(round=round)
+    return RecaptionReport(round=round, instance_ids=[instance.pk for instance in instances])
+
+
+def _reset(instance: Instance, status: str) -> None:
+    instance.status = status
+    instance.discard_reason = Instance.DiscardReason.NONE
+    instance.full_clean()
+    instance.save(update_fields=["status", "discard_reason", "updated_at"])
+
+
+def regenerate_discarded(
+    *,
+    reasons: Iterable[str] = ("response",),
+    instance_ids: Iterable[int] | None = None,
+    model: str | None = None,
+    budget_usd: Decimal | float | str | None = None,
+    verification_round: CollectionRound | None = None,
+    progress: Callable[[LLMResult], object] | None = None,
+    on_requests: Callable[[int], object] | None = None,
+    client: LLMClient | None = None,
+) -> PipelineReport:
+    """New reference candidates (sampled afresh, not the cached first answer) for instances
+    discarded for the given reasons, each with a new verification item.
+
+    The instances go back to ``awaiting_reference`` first; one whose request fails stays there,
+    and ``generate_references`` picks it up later. Raises ``LLMNotConfigured`` (nothing changed)
+    without a server.
+    """
+    check_llm_configured(model, client)
+    reasons = list(reasons)
+    with transaction.atomic():
+        instances = discarded_instances(reasons=reasons, instance_ids=instance_ids)
+        for instance in instances:
+            _reset(instance, Instance.Status.AWAITING_REFERENCE)
+    report = generate_and_route_references(
+        instances=instances, model=model, budget_usd=budget_usd, verification_round=verification_round,
+        progress=progress, on_requests=on_requests, client=client,
+    )
+    report.reset_instances = [instance.pk for instance in instances]
+    return report

@@ -1,0 +1,52 @@
+import os
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.management.commands._llm_step import not_configured, parse_budget, request_bar
+from datasets_app.model_outputs import generate_outputs
+from datasets_app.reference_generation import instances_by_id
+from llm.config import LLMNotConfigured
+
+
+class Command(BaseCommand):
+    help = (
+        "Generate a candidate model's outputs by calling its OpenAI-compatible endpoint with each instance's "
+        "image(s) and instruction (default: every verified instance without an output from that model)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--model", required=True, help="the model name the endpoint serves")
+        parser.add_argument("--base-url", help="the candidate's /v1 URL (default: LLM_BASE_URL)")
+        parser.add_argument("--api-key-env", metavar="VAR",
+                            help="environment variable holding the key for --base-url (default: no key)")
+        parser.add_argument("--name", help="name the outputs are stored under (default: --model)")
+        parser.add_argument("--instances", nargs="+", type=int, metavar="ID", help="only these instances")
+        parser.add_argument("--budget", metavar="USD", help="stop before spending more than this many USD")
+
+    def handle(self, *args, model, base_url, api_key_env, name, instances, budget, verbosity, **options):
+        cap = parse_budget(budget)
+        api_key = None
+        if api_key_env:
+            if not base_url:
+                raise CommandError("--api-key-env goes with --base-url")
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise CommandError(f"--api-key-env: the environment variable {api_key_env} is not set")
+        try:
+            chosen = instances_by_id(instances) if instances else None
+        except LookupError as error:
+            raise CommandError(f"--instances: {error}") from None
+        try:
+            with request_bar(verbosity=verbosity) as (on_requests, progress):
+                report = generate_outputs(
+                    model=model, base_url=base_url, api_key=api_key, instances=chosen, output_name=name,
+                    budget_usd=cap, on_requests=on_requests, progress=progress,
+                )
+        except LLMNotConfigured as error:
+            raise not_configured(error) from None
+        for failure in report.failures:
+            self.stderr.write(f"instance {failure.instance_id}: no output stored: {failure.reason}")
+        style = self.style.SUCCESS if not report.failures else self.style.WARNING
+        self.stdout.write(style(report.summary()))
+        if report.run_status == "budget_exceeded":
+            self.stdout.write(self.style.WARNING("The budget was reached; raise --budget and re-run to continue."))
