@@ -222,3 +222,26 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # then write would otherwise fail with "database is locked" instead of waiting their turn.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("transaction_mode", "IMMEDIATE")
 # --- end crowd work --------------------------------------------------------------------------------
+
+# --- Crowd providers (providers, mturk) ------------------------------------------------------------
+# See docs/providers.md. Credentials come from the environment only and are never stored or logged:
+# boto3 reads AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY itself; PROLIFIC_API_TOKEN is read here.
+PROVIDERS_DEFAULT = os.environ.get("PROVIDERS_DEFAULT", "local")
+# Workers on MTurk and Prolific open https://<this>/work/mturk/<round>/ and /work/prolific/<round>/.
+PROVIDERS_PUBLIC_BASE_URL = os.environ.get("PROVIDERS_PUBLIC_BASE_URL", "https://localhost:8000")
+MTURK_ENVIRONMENT = os.environ.get("MTURK_ENVIRONMENT", "sandbox")
+if MTURK_ENVIRONMENT not in {"sandbox", "production"}:
+    raise ImproperlyConfigured(f"MTURK_ENVIRONMENT must be sandbox or production, got {MTURK_ENVIRONMENT!r}")
+MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")  # overrides the environment (tests, fakes)
+MTURK_MAX_ATTEMPTS = env_number("MTURK_MAX_ATTEMPTS", "5", int)  # botocore total_max_attempts
+MTURK_FRAME_HEIGHT = env_number("MTURK_FRAME_HEIGHT", "900", int)
+MTURK_LIFETIME_SECONDS = env_number("MTURK_LIFETIME_SECONDS", str(7 * 24 * 3600), int)
+MTURK_AUTO_APPROVAL_DELAY_SECONDS = env_number("MTURK_AUTO_APPROVAL_DELAY_SECONDS", str(3 * 24 * 3600), int)
+PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
+PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
+PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.3333")  # service fee on rewards and bonuses
+PROLIFIC_MAX_ATTEMPTS = env_number("PROLIFIC_MAX_ATTEMPTS", "4", int)  # for safe calls only
+# First pause before our own retries of throttled / failing provider calls; doubles each time.
+PROVIDERS_RETRY_PAUSE_SECONDS = env_number("PROVIDERS_RETRY_PAUSE_SECONDS", "1.0", float)
+INSTALLED_APPS += ["providers"]
+# --- end crowd providers ---------------------------------------------------------------------------

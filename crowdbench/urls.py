@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from annotation.urls import api_patterns as annotation_api_patterns
+from providers.urls import api_patterns as provider_api_patterns
 
 from . import views
 
@@ -13,7 +14,9 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("work/", include("annotation.urls")),
+    path("work/", include("providers.urls")),  # pages for workers sent by MTurk and Prolific
     path("api/work/", include(annotation_api_patterns)),
+    path("api/providers/", include(provider_api_patterns)),
 ]
 
 if settings.DEBUG:

@@ -1,0 +1,370 @@
+"""Amazon Mechanical Turk through boto3's ``mturk`` client.
+
+Every write is safe to repeat: HITs carry a deterministic UniqueRequestToken (a repeat answers
+HitAlreadyExists, which means "already done"), bonuses carry the ledger row's token, and approving
+or rejecting an assignment that already has that state is treated as done after checking it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+import xml.etree.ElementTree as ET
+from decimal import Decimal
+from xml.sax.saxutils import escape
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+from django.conf import settings
+from django.db import transaction
+
+from providers.base import (
+    CrowdProvider,
+    ProviderError,
+    ProviderRefused,
+    PublishResult,
+    RemoteSubmission,
+    deterministic_token,
+    money,
+)
+
+logger = logging.getLogger(__name__)
+
+ENDPOINTS = {
+    "sandbox": "https://mturk-requester-sandbox.us-east-1.amazonaws.com",
+    "production": "https://mturk-requester.us-east-1.amazonaws.com",
+}
+# Where MTurk tells the worker page to post the finished assignment (turkSubmitTo).
+SUBMIT_HOSTS = {
+    "sandbox": "https://workersandbox.mturk.com",
+    "production": "https://www.mturk.com",
+}
+REGION = "us-east-1"
+EXTERNAL_QUESTION_NS = (
+    "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd"
+)
+ANSWERS_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2005-10-01/QuestionFormAnswers.xsd"
+# System qualification type ids (the same in sandbox and production, except Masters).
+APPROVAL_RATE_QUALIFICATION = "000000000000000000L0"
+APPROVED_HITS_QUALIFICATION = "00000000000000000040"
+LOCALE_QUALIFICATION = "00000000000000000071"
+MASTERS_QUALIFICATION = {"sandbox": "2ARFPLSP75KLA8M8DH1HTEQVJT3SY6", "production": "2F1QJWKUDD8XADTFD2Q0G6UTO95ALH"}
+BASE_FEE_RATE = Decimal("0.20")
+LARGE_HIT_FEE_RATE = Decimal("0.40")
+LARGE_HIT_ASSIGNMENTS = 10
+MIN_FEE = Decimal("0.01")
+HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
+# Errors worth another try after botocore's own retries gave up.
+TRANSIENT_CODES = {"ThrottlingException", "ServiceFault", "ServiceUnavailable", "InternalFailure"}
+NOT_IN_STATE = "This operation can be called with a status of"
+
+
+def endpoint_url() -> str:
+    return settings.MTURK_ENDPOINT_URL or ENDPOINTS[settings.MTURK_ENVIRONMENT]
+
+
+def submit_hosts() -> set[str]:
+    """Hosts the worker page may post to: the environment's MTurk site, and a configured endpoint."""
+    hosts = {SUBMIT_HOSTS[settings.MTURK_ENVIRONMENT]}
+    if settings.MTURK_ENDPOINT_URL:
+        hosts.add(settings.MTURK_ENDPOINT_URL.rstrip("/"))
+    return hosts
+
+
+def task_url(round) -> str:
+    return f"{settings.PROVIDERS_PUBLIC_BASE_URL.rstrip('/')}/work/mturk/{round.pk}/"
+
+
+def external_question(*, url: str, frame_height: int) -> str:
+    return (
+        f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_NS}"><ExternalURL>{escape(url)}</ExternalURL>'
+        f"<FrameHeight>{frame_height}</FrameHeight></ExternalQuestion>"
+    )
+
+
+def parse_answers(answer_xml: str | None) -> dict:
+    """QuestionFormAnswers XML → {question id: text, or list of selections}."""
+    if not answer_xml:
+        return {}
+    root = ET.fromstring(answer_xml)
+    answers = {}
+    for answer in root.iter(f"{{{ANSWERS_NS}}}Answer"):
+        question = answer.findtext(f"{{{ANSWERS_NS}}}QuestionIdentifier", default="")
+        free_text = answer.find(f"{{{ANSWERS_NS}}}FreeText")
+        if free_text is not None:
+            answers[question] = free_text.text or ""
+        else:
+            answers[question] = [
+                selection.text or "" for selection in answer.iter(f"{{{ANSWERS_NS}}}SelectionIdentifier")
+            ]
+    return answers
+
+
+# The worker page posts its answers to MTurk too, as one JSON field, so a save that never reached
+# us can be recovered by sync from what MTurk holds.
+ANSWERS_FIELD = "crowdbench_answers"
+
+
+def encode_answers(answers: dict) -> str:
+    return json.dumps(answers, separators=(",", ":"), sort_keys=True)
+
+
+def decode_answers(answers: dict) -> dict:
+    if ANSWERS_FIELD in answers:
+        try:
+            decoded = json.loads(answers[ANSWERS_FIELD])
+        except ValueError:
+            return answers
+        return decoded if isinstance(decoded, dict) else answers
+    return answers
+
+
+def fee_rate_for(max_assignments: int) -> Decimal:
+    return LARGE_HIT_FEE_RATE if max_assignments >= LARGE_HIT_ASSIGNMENTS else BASE_FEE_RATE
+
+
+def requirements_from(options: dict, *, environment: str) -> list[dict]:
+    """MTurk QualificationRequirements from the publish options (kept in the publication)."""
+    requirements = []
+    if options.get("min_approval_rate") is not None:
+        requirements.append({
+            "QualificationTypeId": APPROVAL_RATE_QUALIFICATION, "Comparator": "GreaterThanOrEqualTo",
+            "IntegerValues": [int(options["min_approval_rate"])], "ActionsGuarded": "DiscoverPreviewAndAccept",
+        })
+    if options.get("min_approved_hits") is not None:
+        requirements.append({
+            "QualificationTypeId": APPROVED_HITS_QUALIFICATION, "Comparator": "GreaterThanOrEqualTo",
+            "IntegerValues": [int(options["min_approved_hits"])], "ActionsGuarded": "DiscoverPreviewAndAccept",
+        })
+    if options.get("locales"):
+        requirements.append({
+            "QualificationTypeId": LOCALE_QUALIFICATION, "Comparator": "In",
+            "LocaleValues": [{"Country": country} for country in options["locales"]],
+            "ActionsGuarded": "DiscoverPreviewAndAccept",
+        })
+    if options.get("masters"):
+        requirements.append({
+            "QualificationTypeId": MASTERS_QUALIFICATION[environment], "Comparator": "Exists",
+            "ActionsGuarded": "DiscoverPreviewAndAccept",
+        })
+    if options.get("qualification_type_id"):
+        requirements.append({
+            "QualificationTypeId": options["qualification_type_id"], "Comparator": "GreaterThanOrEqualTo",
+            "IntegerValues": [int(options.get("qualification_min_score", 1))],
+            "ActionsGuarded": "DiscoverPreviewAndAccept",
+        })
+    return requirements
+
+
+class MTurkProvider(CrowdProvider):
+    name = "mturk"
+    bonus_fee_rate = BASE_FEE_RATE
+
+    def __init__(self, *, endpoint: str | None = None, client=None, credentials: tuple[str, str] | None = None,
+                 retry_pause: float | None = None, extra_attempts: int = 3, page_size: int = 100):
+        self.endpoint = endpoint or endpoint_url()
+        self._client = client
+        # Only for the in-process fake of a dry run; real credentials come from boto3's own lookup.
+        self._credentials = credentials
+        self.retry_pause = settings.PROVIDERS_RETRY_PAUSE_SECONDS if retry_pause is None else retry_pause
+        self.page_size = page_size
+        self.extra_attempts = extra_attempts
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def client(self):
+        if self._client is None:
+            keys = {}
+            if self._credentials:
+                keys = {"aws_access_key_id": self._credentials[0], "aws_secret_access_key": self._credentials[1]}
+            self._client = boto3.session.Session().client(
+                "mturk", endpoint_url=self.endpoint, region_name=REGION,
+                config=Config(retries={"mode": "standard", "total_max_attempts": settings.MTURK_MAX_ATTEMPTS}),
+                **keys,
+            )
+        return self._client
+
+    def _call(self, operation: str, **params):
+        """One API call; after botocore's retries, throttling and 5xx get a few slower tries more.
+
+        Repeating is safe for every call made here (tokens, or state checked before acting).
+        """
+        for attempt in range(self.extra_attempts + 1):
+            try:
+                return getattr(self.client, operation)(**params)
+            except ClientError as error:
+                code = error.response.get("Error", {}).get("Code", "")
+                status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+                if code in TRANSIENT_CODES or status >= 500:
+                    if attempt < self.extra_attempts:
+                        logger.warning("MTurk %s: %s, trying again (%d)", operation, code, attempt + 1)
+                        time.sleep(self.retry_pause * 2**attempt)
+                        continue
+                    # The call may or may not have taken effect: callers must not treat it as refused.
+                    raise ProviderError(f"MTurk {operation}: {code}, still failing after retries") from None
+                raise
+            except BotoCoreError as error:
+                if attempt < self.extra_attempts:
+                    time.sleep(self.retry_pause * 2**attempt)
+                    continue
+                raise ProviderError(f"MTurk {operation} failed: {error}") from None
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _turk_code(error: ClientError) -> str:
+        return error.response.get("TurkErrorCode") or error.response.get("Error", {}).get("Code", "")
+
+    @staticmethod
+    def _message(error: ClientError) -> str:
+        return error.response.get("Error", {}).get("Message", str(error))
+
+    def _pages(self, operation: str, key: str, **params):
+        token = None
+        while True:
+            page = self._call(operation, **params, **({"NextToken": token} if token else {}), MaxResults=self.page_size)
+            yield from page.get(key, [])
+            token = page.get("NextToken")
+            if not token:
+                return
+
+    # -- publishing ------------------------------------------------------------------------------
+
+    def task_url_parameters(self) -> list[str]:
+        return ["assignmentId", "hitId", "workerId", "turkSubmitTo"]
+
+    def fee_rate(self, *, round) -> Decimal:
+        return fee_rate_for(round.workers_per_item)
+
+    def reward_fee(self, *, reward: Decimal, rate: Decimal) -> Decimal:
+        return max(MIN_FEE, money(reward * rate)) if reward > 0 else Decimal("0.00")
+
+    def publish(self, *, round, publication) -> PublishResult:
+        from .models import HIT
+
+        options = publication.details.get("options", {})
+        hit_type_id = self._call(
+            "create_hit_type",
+            Title=round.name[:128],
+            Description=(options.get("description") or round.instructions or round.name)[:2000],
+            Keywords=options.get("keywords", "image, research, benchmark")[:1000],
+            Reward=f"{money(round.reward_per_task)}",
+            AssignmentDurationInSeconds=round.time_limit_seconds,
+            AutoApprovalDelayInSeconds=settings.MTURK_AUTO_APPROVAL_DELAY_SECONDS,
+            QualificationRequirements=requirements_from(options, environment=settings.MTURK_ENVIRONMENT),
+        )["HITTypeId"]
+        publication.external_id = hit_type_id
+        publication.save(update_fields=["external_id"])
+        result = PublishResult(publication=publication)
+        question = external_question(url=task_url(round), frame_height=settings.MTURK_FRAME_HEIGHT)
+        for item in round.items.order_by("position"):
+            if HIT.objects.filter(publication=publication, item=item).exists():
+                result.tasks_existing += 1
+                continue
+            token = deterministic_token(round=round, purpose=f"item:{item.pk}:hit")
+            try:
+                hit = self._call(
+                    "create_hit_with_hit_type",
+                    HITTypeId=hit_type_id, MaxAssignments=round.workers_per_item,
+                    LifetimeInSeconds=settings.MTURK_LIFETIME_SECONDS, Question=question,
+                    RequesterAnnotation=token, UniqueRequestToken=token,
+                )["HIT"]
+                result.tasks_created += 1
+            except ClientError as error:
+                if self._turk_code(error) != HIT_ALREADY_EXISTS:
+                    raise ProviderRefused(f"MTurk refused a HIT for item {item.pk}: {self._message(error)}") from None
+                # Created by an earlier attempt whose answer was lost: find it by its token.
+                hit = self._find_hit(token=token)
+                result.tasks_existing += 1
+            with transaction.atomic():
+                HIT.objects.create(
+                    publication=publication, item=item, hit_id=hit["HITId"], hit_type_id=hit["HITTypeId"],
+                    unique_request_token=token, max_assignments=hit["MaxAssignments"],
+                )
+        return result
+
+    def _find_hit(self, *, token: str) -> dict:
+        for hit in self._pages("list_hits", "HITs"):
+            if hit.get("RequesterAnnotation") == token:
+                return hit
+        raise ProviderError(f"MTurk says a HIT with token {token} exists, but it is not listed")
+
+    # -- submissions and review -------------------------------------------------------------------
+
+    def list_submissions(self, *, publication) -> list[RemoteSubmission]:
+        submissions = []
+        for hit in publication.hits.all():
+            for remote in self._pages("list_assignments_for_hit", "Assignments", HITId=hit.hit_id):
+                submissions.append(RemoteSubmission(
+                    provider_assignment_id=remote["AssignmentId"], worker_external_id=remote["WorkerId"],
+                    provider_task_id=remote["HITId"], status=remote["AssignmentStatus"].lower(),
+                    provider_status=remote["AssignmentStatus"],
+                    answers=decode_answers(parse_answers(remote.get("Answer"))), submitted_at=remote.get("SubmitTime"),
+                ))
+        return submissions
+
+    def remote_status(self, *, assignment) -> str:
+        return self._call("get_assignment", AssignmentId=assignment.provider_assignment_id)["Assignment"][
+            "AssignmentStatus"
+        ]
+
+    def _review(self, *, operation: str, wanted: str, assignment, **params) -> None:
+        try:
+            self._call(operation, AssignmentId=assignment.provider_assignment_id, **params)
+        except ClientError as error:
+            # Already in the wanted state (an earlier attempt, or auto-approval): done.
+            if NOT_IN_STATE in self._message(error) and self.remote_status(assignment=assignment) == wanted:
+                return
+            raise ProviderRefused(
+                f"MTurk {operation} {assignment.provider_assignment_id}: {self._message(error)}"
+            ) from None
+
+    def approve(self, *, assignment, feedback: str) -> None:
+        params = {"RequesterFeedback": feedback[:1024]} if feedback else {}
+        self._review(operation="approve_assignment", wanted="Approved", assignment=assignment, **params)
+
+    def reject(self, *, assignment, feedback: str) -> None:
+        self._review(operation="reject_assignment", wanted="Rejected", assignment=assignment,
+                     RequesterFeedback=feedback[:1024])
+
+    # -- money, blocks, qualifications -----------------------------------------------------------------
+
+    def send_bonus(self, *, payment) -> None:
+        try:
+            self._call(
+                "send_bonus", WorkerId=payment.worker.external_id, BonusAmount=f"{money(payment.amount)}",
+                AssignmentId=payment.assignment.provider_assignment_id, Reason=payment.reason[:1024],
+                UniqueRequestToken=payment.token,
+            )
+        except ClientError as error:
+            if "idempotency token" in self._message(error) and "already been processed" in self._message(error):
+                return  # an earlier attempt paid it
+            raise ProviderRefused(f"MTurk SendBonus: {self._message(error)}") from None
+
+    def block(self, *, worker, reason: str) -> None:
+        self._call("create_worker_block", WorkerId=worker.external_id, Reason=reason[:1024])
+
+    def qualify(self, *, worker, qualification: str, value: int = 1) -> None:
+        self._call("associate_qualification_with_worker", QualificationTypeId=qualification,
+                   WorkerId=worker.external_id, IntegerValue=value, SendNotification=False)
+
+    def expire(self, *, publication) -> None:
+        from datetime import datetime, timezone
+
+        past = datetime(2015, 1, 1, tzinfo=timezone.utc)  # a time in the past expires a HIT at once
+        for hit in publication.hits.all():
+            self._call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=past)
+
+    def delete(self, *, publication) -> list[str]:
+        """Delete reviewed HITs; returns the ones MTurk would not delete yet (work awaiting review)."""
+        kept = []
+        for hit in publication.hits.all():
+            try:
+                self._call("delete_hit", HITId=hit.hit_id)
+            except ClientError:
+                kept.append(hit.hit_id)
+        return kept
+
+    def balance(self) -> Decimal | None:
+        return Decimal(self._call("get_account_balance")["AvailableBalance"])

@@ -1,0 +1,170 @@
+"""The one interface every crowd provider implements, and the plain results it returns.
+
+A provider only talks to its platform; ``providers.services`` owns the database side (the
+bonus ledger, linking submissions, local review states) and calls these operations.
+"""
+from __future__ import annotations
+
+import abc
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from annotation.models import Assignment, CollectionRound, Worker
+
+    from .models import BonusPayment, Publication
+
+CENT = Decimal("0.01")
+
+
+def money(value: Decimal) -> Decimal:
+    return Decimal(value).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def deterministic_token(*, round: CollectionRound, purpose: str) -> str:
+    """Same round and purpose, same token (so a retry is recognised); another round, another token.
+
+    The round's creation time is part of it so a database rebuilt with reused ids cannot collide
+    with tokens a provider still remembers. 64 hex characters: MTurk's UniqueRequestToken limit.
+    """
+    seed = f"{round.pk}:{round.created_at.isoformat()}:{purpose}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:64]
+
+
+class ProviderError(Exception):
+    """The provider refused or could not be reached; the message is safe to show (no secrets)."""
+
+
+class ProviderRefused(ProviderError):
+    """The provider answered no: the call did nothing and repeating it unchanged will not help."""
+
+
+class InsufficientBalance(ProviderError):
+    pass
+
+
+class OverBudget(ProviderError):
+    pass
+
+
+@dataclass
+class PublishResult:
+    publication: Publication
+    tasks_created: int = 0
+    tasks_existing: int = 0
+
+
+@dataclass
+class RemoteSubmission:
+    """A submission as the provider sees it."""
+
+    provider_assignment_id: str
+    worker_external_id: str
+    provider_task_id: str
+    status: str  # submitted, approved, rejected (others are ignored)
+    provider_status: str = ""  # the provider's own spelling
+    answers: dict = field(default_factory=dict)
+    submitted_at: datetime | None = None
+
+
+@dataclass
+class CostEstimate:
+    provider: str
+    currency: str
+    tasks: int
+    rewards: Decimal
+    fees: Decimal
+    expected_bonuses: Decimal
+    bonus_fees: Decimal
+    budget_cap: Decimal | None
+
+    @property
+    def total(self) -> Decimal:
+        return money(self.rewards + self.fees + self.expected_bonuses + self.bonus_fees)
+
+    @property
+    def within_budget(self) -> bool:
+        return self.budget_cap is None or self.total <= self.budget_cap
+
+
+class CrowdProvider(abc.ABC):
+    """Publish a round, sync its submissions, review, pay, block, qualify, expire, and cost it."""
+
+    name: str = ""
+
+    @abc.abstractmethod
+    def publish(self, *, round: CollectionRound, publication: Publication) -> PublishResult:
+        """Create the round's tasks on the platform; a rerun creates nothing twice."""
+
+    @abc.abstractmethod
+    def task_url_parameters(self) -> list[str]:
+        """The query parameters the platform adds to our task URL."""
+
+    @abc.abstractmethod
+    def list_submissions(self, *, publication: Publication) -> list[RemoteSubmission]:
+        """Every submission the platform holds for the publication (all pages)."""
+
+    @abc.abstractmethod
+    def approve(self, *, assignment: Assignment, feedback: str) -> None:
+        """Approve (and so pay the reward); approving an approved submission is a no-op."""
+
+    @abc.abstractmethod
+    def reject(self, *, assignment: Assignment, feedback: str) -> None:
+        """Reject with feedback to the worker; rejecting a rejected submission is a no-op."""
+
+    @abc.abstractmethod
+    def send_bonus(self, *, payment: BonusPayment) -> None:
+        """Pay one ledger row. Must never pay a row twice, even when called again after a failure."""
+
+    def bonus_was_paid(self, *, payment: BonusPayment) -> bool | None:
+        """For a ledger row whose pay call may have gone out: did it pay? None when unknowable.
+
+        Providers whose bonus call carries an idempotency token need not answer: resending is safe.
+        """
+        return None
+
+    # Whether a pay call whose outcome is unknown may simply be sent again (an idempotency token).
+    bonus_resend_is_safe: bool = True
+
+    @abc.abstractmethod
+    def block(self, *, worker: Worker, reason: str) -> None:
+        """Stop the worker from taking our tasks on the platform."""
+
+    def qualify(self, *, worker: Worker, qualification: str, value: int = 1) -> None:
+        """Grant a worker one of our qualifications; platforms without them ignore it."""
+
+    @abc.abstractmethod
+    def expire(self, *, publication: Publication) -> None:
+        """Stop new work on the publication's tasks."""
+
+    @abc.abstractmethod
+    def balance(self) -> Decimal | None:
+        """The money available on the account (None when the platform has no account balance)."""
+
+    @abc.abstractmethod
+    def fee_rate(self, *, round: CollectionRound) -> Decimal:
+        """Fee on each reward, as a fraction."""
+
+    # Fee on each bonus, as a fraction.
+    bonus_fee_rate: Decimal = Decimal("0")
+
+    def estimate_cost(self, *, round: CollectionRound, expected_bonuses: Decimal = Decimal("0")) -> CostEstimate:
+        tasks = round.items.count() * round.workers_per_item
+        rewards = money(round.reward_per_task * tasks)
+        rate = self.fee_rate(round=round)
+        return CostEstimate(
+            provider=self.name,
+            currency=round.currency,
+            tasks=tasks,
+            rewards=rewards,
+            fees=money(self.reward_fee(reward=round.reward_per_task, rate=rate) * tasks),
+            expected_bonuses=money(expected_bonuses),
+            bonus_fees=money(expected_bonuses * self.bonus_fee_rate),
+            budget_cap=round.budget_cap,
+        )
+
+    def reward_fee(self, *, reward: Decimal, rate: Decimal) -> Decimal:
+        return money(reward * rate) if reward and rate else Decimal("0.00")

@@ -1,0 +1,45 @@
+"""The local crowd: workers log in to the platform; nothing leaves it and no fees apply.
+
+Rewards and bonuses of local workers are settled outside the platform (payroll, vouchers), so
+the ledger records them as paid when they are granted.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from .base import CrowdProvider, PublishResult, RemoteSubmission
+
+
+class LocalProvider(CrowdProvider):
+    name = "local"
+
+    def publish(self, *, round, publication) -> PublishResult:
+        # Open rounds are listed on /work/ for every local worker; there is nothing to create.
+        return PublishResult(publication=publication, tasks_existing=round.items.count())
+
+    def task_url_parameters(self) -> list[str]:
+        return []
+
+    def list_submissions(self, *, publication) -> list[RemoteSubmission]:
+        return []  # submissions only ever arrive through our own pages
+
+    def approve(self, *, assignment, feedback: str) -> None:
+        pass
+
+    def reject(self, *, assignment, feedback: str) -> None:
+        pass
+
+    def send_bonus(self, *, payment) -> None:
+        pass
+
+    def block(self, *, worker, reason: str) -> None:
+        pass  # the local block is the worker's is_blocked flag, set by the service
+
+    def expire(self, *, publication) -> None:
+        pass
+
+    def balance(self) -> Decimal | None:
+        return None
+
+    def fee_rate(self, *, round) -> Decimal:
+        return Decimal("0")

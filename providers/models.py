@@ -1,0 +1,64 @@
+"""What was published where, and every bonus we asked a provider to pay.
+
+``Publication`` ties a round to one provider's external objects (an MTurk HIT type, a Prolific
+study). ``BonusPayment`` is the bonus ledger: one row per bonus we ever meant to pay, keyed by a
+deterministic token, so a rerun finds the row and never pays the same bonus twice.
+"""
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+class Publication(models.Model):
+    class Status(models.TextChoices):
+        PUBLISHING = "publishing", "Publishing"
+        PUBLISHED = "published", "Published"
+        EXPIRED = "expired", "Expired"
+
+    round = models.ForeignKey("annotation.CollectionRound", on_delete=models.CASCADE, related_name="publications")
+    provider = models.CharField(max_length=20)
+    external_id = models.CharField(max_length=200, blank=True, help_text="HIT type id, study id…")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PUBLISHING)
+    details = models.JSONField(default=dict, blank=True, help_text="Provider data that is not a secret.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["round_id", "provider"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "provider"], name="one_publication_per_round_and_provider"),
+        ]
+
+    def __str__(self) -> str:
+        return f"round {self.round_id} on {self.provider} ({self.status})"
+
+
+class BonusPayment(models.Model):
+    class Status(models.TextChoices):
+        REQUESTED = "requested", "Requested"  # recorded, no pay call made yet
+        SENDING = "sending", "Sending"  # a pay call went out; its outcome must be checked, not repeated
+        PAID = "paid", "Paid"
+        FAILED = "failed", "Failed"  # refused by the provider (e.g. no funds); nothing paid, retried next run
+
+    assignment = models.ForeignKey("annotation.Assignment", on_delete=models.PROTECT, related_name="bonus_payments")
+    worker = models.ForeignKey("annotation.Worker", on_delete=models.PROTECT, related_name="bonus_payments")
+    provider = models.CharField(max_length=20)
+    amount = models.DecimalField(max_digits=8, decimal_places=2)
+    currency = models.CharField(max_length=3, default="USD")
+    reason = models.CharField(max_length=1000)
+    token = models.CharField(max_length=64, unique=True, help_text="Deterministic; MTurk's UniqueRequestToken.")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.REQUESTED, db_index=True)
+    provider_record_id = models.CharField(max_length=200, blank=True, help_text="e.g. Prolific's bonus record id.")
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="bonus_payment_amount_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"bonus {self.amount} {self.currency} to {self.worker_id} ({self.status})"

@@ -1,0 +1,239 @@
+"""Prolific through its REST API v1 (httpx). Money is in minor units (pence, cents) on the wire.
+
+Study creation and bonus payment are not idempotent on Prolific. A study is found again by its
+deterministic internal name before a new one is created; a bonus record's id is stored in the
+ledger before the pay call, which is sent once and, if its answer is lost, checked against the
+submission's bonus payments instead of being repeated.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from decimal import ROUND_HALF_UP, Decimal
+
+import httpx
+from django.conf import settings
+
+from .base import (
+    CrowdProvider,
+    ProviderError,
+    ProviderRefused,
+    PublishResult,
+    RemoteSubmission,
+    deterministic_token,
+    money,
+)
+
+logger = logging.getLogger(__name__)
+
+COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
+STATUSES = {"AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": "rejected"}
+MIN_REJECTION_MESSAGE = 100
+RETRYABLE = {429, 500, 502, 503, 504}
+
+
+def to_minor(amount: Decimal) -> int:
+    return int((Decimal(amount) * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def from_minor(amount: int) -> Decimal:
+    return money(Decimal(amount) / 100)
+
+
+def task_url(round) -> str:
+    return (
+        f"{settings.PROVIDERS_PUBLIC_BASE_URL.rstrip('/')}/work/prolific/{round.pk}/"
+        "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
+
+
+def completion_code(round) -> str:
+    return deterministic_token(round=round, purpose="prolific:completion-code")[:8].upper()
+
+
+class ProlificProvider(CrowdProvider):
+    name = "prolific"
+    bonus_resend_is_safe = False
+
+    def __init__(self, *, base_url: str | None = None, token: str | None = None, retry_pause: float | None = None,
+                 max_attempts: int | None = None, transport: httpx.BaseTransport | None = None,
+                 page_size: int = 200):
+        self.base_url = (base_url or settings.PROLIFIC_API_URL).rstrip("/") + "/"
+        self._token = token if token is not None else settings.PROLIFIC_API_TOKEN
+        self.retry_pause = settings.PROVIDERS_RETRY_PAUSE_SECONDS if retry_pause is None else retry_pause
+        self.max_attempts = max_attempts or settings.PROLIFIC_MAX_ATTEMPTS
+        self._transport = transport
+        self.page_size = page_size
+        self._client: httpx.Client | None = None
+        self.bonus_fee_rate = Decimal(settings.PROLIFIC_FEE_RATE)
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            if not self._token:
+                raise ProviderError("PROLIFIC_API_TOKEN is not set")
+            self._client = httpx.Client(
+                base_url=self.base_url, timeout=30, transport=self._transport,
+                headers={"Authorization": f"Token {self._token}"},
+            )
+        return self._client
+
+    def _request(self, method: str, path: str, *, json: dict | None = None, params: dict | None = None,
+                 repeatable: bool = True) -> dict:
+        """One call; 429/5xx/transport errors are retried only when ``repeatable`` (no double effect)."""
+        attempts = self.max_attempts if repeatable else 1
+        for attempt in range(attempts):
+            try:
+                response = self.client.request(method, path.lstrip("/") if not path.startswith("http") else path,
+                                               json=json, params=params)
+            except httpx.TransportError as error:
+                if attempt + 1 < attempts:
+                    time.sleep(self.retry_pause * 2**attempt)
+                    continue
+                raise ProviderError(f"Prolific {method} {path}: {type(error).__name__}") from None
+            if response.status_code in RETRYABLE:
+                if attempt + 1 < attempts:
+                    retry_after = response.headers.get("Retry-After")
+                    pause = self.retry_pause * 2**attempt
+                    if retry_after and retry_after.isdigit():
+                        pause = float(retry_after)
+                    time.sleep(pause)
+                    continue
+                raise ProviderError(f"Prolific {method} {path}: HTTP {response.status_code}")
+            if response.status_code >= 400:
+                detail = response.json().get("error", {}).get("detail") if response.content else ""
+                raise ProviderRefused(f"Prolific {method} {path}: HTTP {response.status_code} {detail}")
+            return response.json() if response.content else {}
+        raise AssertionError("unreachable")
+
+    # -- publishing -------------------------------------------------------------------------------
+
+    def task_url_parameters(self) -> list[str]:
+        return ["PROLIFIC_PID", "STUDY_ID", "SESSION_ID"]
+
+    def fee_rate(self, *, round) -> Decimal:
+        return Decimal(settings.PROLIFIC_FEE_RATE)
+
+    def estimated_minutes(self, *, round, options: dict) -> int:
+        if options.get("estimated_minutes"):
+            return int(options["estimated_minutes"])
+        # The time at which the reward pays the round's target wage.
+        if round.target_hourly_wage:
+            return max(1, math.floor(round.reward_per_task / round.target_hourly_wage * 60))
+        return max(1, round.time_limit_seconds // 120)
+
+    def publish(self, *, round, publication) -> PublishResult:
+        options = publication.details.get("options", {})
+        # Amounts go over the wire as numbers in the workspace's currency: it must be the round's.
+        currency = self._request("GET", "users/me/").get("currency_code")
+        if currency and currency != round.currency:
+            raise ProviderRefused(f"the Prolific workspace pays in {currency}, the round is in {round.currency}")
+        internal_name = f"crowdbench-{deterministic_token(round=round, purpose='prolific:study')[:24]}"
+        code = completion_code(round)
+        result = PublishResult(publication=publication)
+        study = None
+        if publication.external_id:
+            study = self._request("GET", f"studies/{publication.external_id}/")
+        else:
+            # A study created by an earlier attempt whose answer was lost is found by its name.
+            listed = self._request("GET", "studies/").get("results", [])
+            study = next((s for s in listed if s.get("internal_name") == internal_name), None)
+        if study is None:
+            minutes = self.estimated_minutes(round=round, options=options)
+            study = self._request("POST", "studies/", repeatable=False, json={
+                "name": round.name,
+                "internal_name": internal_name,
+                "description": options.get("description") or round.instructions or round.name,
+                "external_study_url": task_url(round),
+                "prolific_id_option": "url_parameters",
+                "completion_codes": [{"code": code, "code_type": "COMPLETED",
+                                      "actions": [{"action": "MANUALLY_REVIEW"}]}],
+                "total_available_places": round.items.count() * round.workers_per_item,
+                "estimated_completion_time": minutes,
+                "maximum_allowed_time": max(minutes, math.ceil(round.time_limit_seconds / 60)),
+                "reward": to_minor(round.reward_per_task),
+                "device_compatibility": options.get("devices", ["desktop"]),
+            })
+            result.tasks_created = 1
+        else:
+            result.tasks_existing = 1
+        publication.external_id = study["id"]
+        publication.details = {**publication.details, "completion_code": code}
+        publication.save(update_fields=["external_id", "details"])
+        if study["status"] == "UNPUBLISHED":
+            self._request("POST", f"studies/{study['id']}/transition/", json={"action": "PUBLISH"})
+        return result
+
+    # -- submissions and review -----------------------------------------------------------------
+
+    def list_submissions(self, *, publication) -> list[RemoteSubmission]:
+        submissions = []
+        url = f"studies/{publication.external_id}/submissions/"
+        params = {"page_size": self.page_size}
+        while url:
+            page = self._request("GET", url, params=params)
+            for remote in page.get("results", []):
+                submissions.append(RemoteSubmission(
+                    provider_assignment_id=remote["id"], worker_external_id=remote["participant_id"],
+                    provider_task_id=remote["study_id"], status=STATUSES.get(remote["status"], "other"),
+                    provider_status=remote["status"],
+                ))
+            url = ((page.get("_links") or {}).get("next") or {}).get("href")
+            params = None  # the next link carries its own query
+        return submissions
+
+    def approve(self, *, assignment, feedback: str) -> None:
+        # Prolific treats a repeated transition as a no-op, so retrying is safe.
+        self._request("POST", f"submissions/{assignment.provider_assignment_id}/transition/",
+                      json={"action": "APPROVE"})
+
+    def reject(self, *, assignment, feedback: str, category: str = "OTHER") -> None:
+        if len(feedback.strip()) < MIN_REJECTION_MESSAGE:
+            raise ProviderRefused(
+                f"Prolific needs a rejection message of at least {MIN_REJECTION_MESSAGE} characters"
+            )
+        self._request("POST", f"submissions/{assignment.provider_assignment_id}/transition/",
+                      json={"action": "REJECT", "message": feedback, "rejection_category": category})
+
+    # -- money -------------------------------------------------------------------------------------
+
+    def send_bonus(self, *, payment) -> None:
+        from .models import BonusPayment
+
+        if not payment.provider_record_id:
+            # Creating a record pays nothing, so a duplicate record from a lost answer costs nothing.
+            record = self._request("POST", "submissions/bonus-payments/", json={
+                "study_id": payment.assignment.provider_task_id,
+                "csv_bonuses": f"{payment.assignment.provider_assignment_id},{money(payment.amount)}",
+            })
+            payment.provider_record_id = record["id"]
+            BonusPayment.objects.filter(pk=payment.pk).update(provider_record_id=record["id"])
+        self._request("POST", f"bulk-bonus-payments/{payment.provider_record_id}/pay/", repeatable=False)
+
+    def bonus_was_paid(self, *, payment) -> bool | None:
+        from .models import BonusPayment
+
+        if not payment.provider_record_id:
+            return False  # the pay call needs a record; without one nothing was paid
+        submission = self._request("GET", f"submissions/{payment.assignment.provider_assignment_id}/")
+        amount = to_minor(payment.amount)
+        paid_there = sum(1 for value in submission.get("bonus_payments", []) if value == amount)
+        same = BonusPayment.objects.filter(assignment=payment.assignment, amount=payment.amount).exclude(pk=payment.pk)
+        if same.filter(status=BonusPayment.Status.SENDING).exists():
+            return None  # two uncertain rows of one amount cannot be told apart
+        return paid_there > same.filter(status=BonusPayment.Status.PAID).count()
+
+    def block(self, *, worker, reason: str) -> None:
+        # Prolific excludes participants through participant groups on its site; the local block
+        # (set by the service) keeps them from taking our tasks.
+        logger.info("Prolific participant %s blocked locally", worker.external_id)
+
+    def expire(self, *, publication) -> None:
+        study = self._request("GET", f"studies/{publication.external_id}/")
+        if study["status"] in ("ACTIVE", "PAUSED"):
+            self._request("POST", f"studies/{publication.external_id}/transition/", json={"action": "STOP"})
+
+    def balance(self) -> Decimal | None:
+        workspace = self._request("GET", "users/me/")["current_workspace"]
+        return from_minor(self._request("GET", f"workspaces/{workspace}/balance/")["available_balance"])

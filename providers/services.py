@@ -1,0 +1,469 @@
+"""Writes of crowd-provider work: publish, sync, review, pay (with the bonus ledger), block, expire.
+
+Commands and views call these. Money rules: the cost of a round (rewards, fees, expected bonuses)
+is checked against its budget cap and the provider balance before anything is published; a bonus
+is a ledger row with a deterministic token before any pay call goes out, so a rerun finds the
+row and never pays it twice; top-ups never take a round past its budget cap.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Count
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from annotation import services as crowd
+from annotation.models import Assignment, CollectionRound, Worker, WorkItem
+from annotation.services import (  # the engine's single-item step, reused for provider tasks bound to an item
+    _attempt_item,
+)
+
+from .base import (
+    CostEstimate,
+    CrowdProvider,
+    InsufficientBalance,
+    OverBudget,
+    ProviderError,
+    ProviderRefused,
+    PublishResult,
+    deterministic_token,
+    money,
+)
+from .models import BonusPayment, Publication
+from .registry import get_provider
+
+logger = logging.getLogger(__name__)
+
+# Bonus rows count against the budget until paid or given up: a refused one is retried by the next run.
+COUNTED_BONUS = list(BonusPayment.Status.values)
+UNSETTLED_BONUS = [BonusPayment.Status.REQUESTED, BonusPayment.Status.SENDING, BonusPayment.Status.FAILED]
+
+
+# --- money -----------------------------------------------------------------------------------------
+
+
+def median_task_seconds(*, round: CollectionRound) -> float | None:
+    durations = list(
+        Assignment.objects.submitted()
+        .filter(round=round, duration_seconds__isnull=False)
+        .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+        .values_list("duration_seconds", flat=True)
+    )
+    return statistics.median(durations) if durations else None
+
+
+def top_up_per_task(*, round: CollectionRound, median_seconds: float | None) -> Decimal:
+    """What each task must add to its reward to pay the target hourly wage at the median time."""
+    if not median_seconds or not round.target_hourly_wage:
+        return Decimal("0.00")
+    due = money(round.target_hourly_wage * Decimal(str(median_seconds)) / Decimal(3600))
+    return max(due - round.reward_per_task, Decimal("0.00"))
+
+
+def estimate_cost(
+    *, round: CollectionRound, provider: CrowdProvider, expected_seconds: float | None = None
+) -> CostEstimate:
+    """Rewards + fees for every slot, plus the top-ups the target wage needs at the expected time."""
+    seconds = expected_seconds if expected_seconds is not None else median_task_seconds(round=round)
+    per_task = top_up_per_task(round=round, median_seconds=seconds)
+    tasks = round.items.count() * round.workers_per_item
+    return provider.estimate_cost(round=round, expected_bonuses=per_task * tasks)
+
+
+def committed_spend(*, round: CollectionRound) -> Decimal:
+    """What the round has committed: rewards of work holding a slot and every bonus in the ledger,
+    each with its provider's fee. Checked against the budget cap before more is committed."""
+    reward = round.reward_per_task
+    total = Decimal("0")
+    providers: dict[str, CrowdProvider] = {}
+    slots = (
+        Assignment.objects.holding_a_slot().filter(round=round)
+        .values_list("worker__provider").annotate(n=Count("pk")).order_by()
+    )
+    for name, count in slots:
+        provider = providers.setdefault(name, get_provider(name))
+        total += count * (reward + provider.reward_fee(reward=reward, rate=provider.fee_rate(round=round)))
+    for name, amount in BonusPayment.objects.filter(assignment__round=round, status__in=COUNTED_BONUS).values_list(
+        "provider", "amount"
+    ):
+        provider = providers.setdefault(name, get_provider(name))
+        total += amount + provider.reward_fee(reward=amount, rate=provider.bonus_fee_rate)
+    return money(total)
+
+
+# --- publishing -------------------------------------------------------------------------------------
+
+
+def publish_round(
+    *, round: CollectionRound, provider_name: str, options: dict | None = None,
+    provider: CrowdProvider | None = None, expected_seconds: float | None = None,
+) -> PublishResult:
+    """Check the money, then create the round's tasks on the provider. Safe to rerun.
+
+    Raises OverBudget when the estimate exceeds the budget cap and InsufficientBalance when the
+    provider account cannot cover rewards and fees; nothing is created then.
+    """
+    provider = provider or get_provider(provider_name)
+    round = CollectionRound.objects.get(pk=round.pk)
+    if round.status not in (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN):
+        raise crowd.InvalidTransition(f"cannot publish a round that is {round.status}")
+    estimate = estimate_cost(round=round, provider=provider, expected_seconds=expected_seconds)
+    if not estimate.within_budget:
+        raise OverBudget(
+            f"estimated cost {estimate.total} {estimate.currency} exceeds the budget cap {round.budget_cap}"
+        )
+    balance = provider.balance()
+    needed = money(estimate.rewards + estimate.fees)
+    if balance is not None and balance < needed:
+        raise InsufficientBalance(f"the {provider.name} balance {balance} does not cover rewards and fees {needed}")
+    if round.status == CollectionRound.Status.DRAFT:
+        round = crowd.open_round(round=round)
+    with transaction.atomic():
+        publication, _created = Publication.objects.get_or_create(
+            round=round, provider=provider.name, defaults={"details": {"options": options or {}}}
+        )
+    result = provider.publish(round=round, publication=publication)
+    with transaction.atomic():
+        publication = Publication.objects.select_for_update().get(pk=publication.pk)
+        if publication.status == Publication.Status.PUBLISHING:
+            publication.status = Publication.Status.PUBLISHED
+            publication.published_at = timezone.now()
+        publication.details = {**publication.details, "estimate": {
+            "total": str(estimate.total), "rewards": str(estimate.rewards), "fees": str(estimate.fees),
+            "expected_bonuses": str(estimate.expected_bonuses),
+        }}
+        publication.save()
+    result.publication = publication
+    logger.info("round %s published on %s: %d created, %d existing", round.pk, provider.name,
+                result.tasks_created, result.tasks_existing)
+    return result
+
+
+def provider_for_publication(publication: Publication, providers: dict | None = None) -> CrowdProvider:
+    if providers and publication.provider in providers:
+        return providers[publication.provider]
+    return get_provider(publication.provider)
+
+
+# --- provider workers and their tasks ----------------------------------------------------------------
+
+
+@transaction.atomic
+def get_or_create_provider_worker(*, provider: str, external_id: str) -> Worker:
+    worker, _created = Worker.objects.get_or_create(provider=provider, external_id=external_id)
+    return worker
+
+
+def request_provider_assignment(
+    *, round: CollectionRound, worker: Worker, provider_assignment_id: str, provider_task_id: str,
+    item: WorkItem | None = None, now: datetime | None = None,
+) -> Assignment | None:
+    """The assignment behind a provider's assignment id: found again on a reload, else taken.
+
+    With ``item`` (an MTurk HIT is one item) the worker gets exactly that item, under the same
+    rules as the engine (qualification, one open task per round, per-worker limit, budget cap).
+    """
+    existing = Assignment.objects.filter(
+        round=round, worker=worker, provider_assignment_id=provider_assignment_id
+    ).first()
+    if existing is not None:
+        return existing
+    if item is None:
+        assignment = crowd.request_assignment(
+            round=round, worker=worker, now=now,
+            provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
+        )
+        return _follow_provider_ids(assignment, provider_assignment_id, provider_task_id)
+    now = now or timezone.now()
+    round = CollectionRound.objects.get(pk=round.pk)
+    crowd.check_worker_may_work(round=round, worker=worker)
+    crowd.expire_stale_assignments(round=round, now=now)
+    with transaction.atomic():
+        open_one = Assignment.objects.filter(
+            round=round, worker=worker, status=Assignment.Status.ASSIGNED, expires_at__gt=now
+        ).first()
+        if open_one is not None:
+            if open_one.item_id != item.pk:
+                raise crowd.AssignmentNotActive(_("Finish or return your other task of this round first."))
+            return _follow_provider_ids(open_one, provider_assignment_id, provider_task_id)
+        rules = round.qualification_rules or {}
+        if "max_tasks_per_worker" in rules:
+            done = Assignment.objects.holding_a_slot().filter(round=round, worker=worker).count()
+            if done >= rules["max_tasks_per_worker"]:
+                return None
+        if round.budget_cap is not None:
+            CollectionRound.objects.select_for_update(no_key=True).order_by().get(pk=round.pk)
+            provider = get_provider(worker.provider)
+            fee = provider.reward_fee(reward=round.reward_per_task, rate=provider.fee_rate(round=round))
+            if committed_spend(round=round) + round.reward_per_task + fee > round.budget_cap:
+                return None
+        assignment, _busy = _attempt_item(
+            item_id=item.pk, skip_locked=False, round=round, worker=worker, now=now, rng=random.SystemRandom(),
+            provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
+        )
+        return assignment
+
+
+def _follow_provider_ids(assignment: Assignment | None, provider_assignment_id: str, provider_task_id: str):
+    """A worker who returned the task at the provider and took it again comes back with new ids:
+    the open assignment here follows them, so the hand-over and sync use the live ones."""
+    if (
+        assignment is not None
+        and assignment.status == Assignment.Status.ASSIGNED
+        and (assignment.provider_assignment_id, assignment.provider_task_id)
+        != (provider_assignment_id, provider_task_id)
+    ):
+        assignment.provider_assignment_id = provider_assignment_id
+        assignment.provider_task_id = provider_task_id
+        assignment.save(update_fields=["provider_assignment_id", "provider_task_id"])
+    return assignment
+
+
+# --- sync ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SyncReport:
+    linked: int = 0  # provider submissions matching one saved here
+    recovered: int = 0  # saved here from the answers the provider holds (our save never arrived)
+    mirrored: int = 0  # review states taken over from the provider (e.g. MTurk auto-approval)
+    unmatched: list[dict] = field(default_factory=list)  # seen only at the provider: for a person to look at
+
+
+def sync_round(*, round: CollectionRound, providers: dict | None = None) -> SyncReport:
+    """Read every submission the providers hold for the round and match it to ours.
+
+    Matched on (provider assignment id, worker id). A submission we lack is saved from the answers
+    the provider holds when the assignment is still open here; anything else is reported.
+    """
+    report = SyncReport()
+    for publication in Publication.objects.filter(round=round).exclude(provider="local"):
+        provider = provider_for_publication(publication, providers)
+        for remote in provider.list_submissions(publication=publication):
+            if remote.status not in ("submitted", "approved", "rejected"):
+                continue
+            assignment = (
+                Assignment.objects.select_related("worker")
+                .filter(round=round, provider_assignment_id=remote.provider_assignment_id,
+                        worker__provider=publication.provider, worker__external_id=remote.worker_external_id)
+                .first()
+            )
+            if assignment is None:
+                report.unmatched.append({"provider": publication.provider, "assignment": remote.provider_assignment_id,
+                                         "worker": remote.worker_external_id, "status": remote.provider_status})
+                continue
+            if assignment.status != Assignment.Status.SUBMITTED:
+                try:
+                    assignment = crowd.submit_assignment(
+                        assignment_id=assignment.pk, worker=assignment.worker, data=remote.answers
+                    ).assignment
+                    report.recovered += 1
+                except crowd.CrowdWorkError as error:
+                    report.unmatched.append({"provider": publication.provider,
+                                             "assignment": remote.provider_assignment_id,
+                                             "worker": remote.worker_external_id, "status": remote.provider_status,
+                                             "problem": error.message})
+                    continue
+            else:
+                report.linked += 1
+            if remote.status == "approved" and assignment.review_status == Assignment.ReviewStatus.SUBMITTED:
+                crowd.approve_assignment(assignment=assignment)
+                report.mirrored += 1
+            elif remote.status == "rejected" and assignment.review_status != Assignment.ReviewStatus.REJECTED:
+                crowd.reject_assignment(assignment=assignment, feedback="rejected on the provider")
+                report.mirrored += 1
+    return report
+
+
+# --- review and pay -----------------------------------------------------------------------------------
+
+
+def _provider_of(assignment: Assignment, cache: dict) -> CrowdProvider:
+    name = assignment.worker.provider
+    if name not in cache:
+        cache[name] = get_provider(name)
+    return cache[name]
+
+
+def approve(*, assignment: Assignment, feedback: str = "", providers: dict | None = None) -> Assignment:
+    """Approve at the provider (paying the reward), then here. A rerun finds both done."""
+    provider = _provider_of(assignment, providers if providers is not None else {})
+    if assignment.review_status == Assignment.ReviewStatus.APPROVED:
+        return assignment
+    provider.approve(assignment=assignment, feedback=feedback)
+    return crowd.approve_assignment(assignment=assignment, feedback=feedback)
+
+
+def reject(*, assignment: Assignment, feedback: str, providers: dict | None = None) -> Assignment:
+    provider = _provider_of(assignment, providers if providers is not None else {})
+    if assignment.review_status == Assignment.ReviewStatus.REJECTED:
+        return assignment
+    provider.reject(assignment=assignment, feedback=feedback)
+    return crowd.reject_assignment(assignment=assignment, feedback=feedback)
+
+
+@dataclass
+class PayReport:
+    approved: int = 0
+    bonuses_granted: int = 0
+    bonuses_paid: int = 0
+    bonuses_unsettled: int = 0
+    bonuses_failed: int = 0
+    skipped_for_budget: int = 0
+    top_up_per_task: Decimal = Decimal("0.00")
+    errors: list[str] = field(default_factory=list)
+
+
+def grant_bonus(*, assignment: Assignment, amount: Decimal, reason: str, purpose: str) -> tuple[BonusPayment, bool]:
+    """The ledger row for one bonus (created once per assignment and purpose); (row, created)."""
+    token = deterministic_token(round=assignment.round, purpose=f"assignment:{assignment.pk}:bonus:{purpose}")
+    with transaction.atomic():
+        return BonusPayment.objects.get_or_create(
+            token=token,
+            defaults={"assignment": assignment, "worker": assignment.worker, "provider": assignment.worker.provider,
+                      "amount": money(amount), "currency": assignment.round.currency, "reason": reason},
+        )
+
+
+def send_bonus(*, payment: BonusPayment, providers: dict | None = None) -> BonusPayment:
+    """Pay one ledger row at most once.
+
+    The row is marked ``sending`` (committed) before the pay call; a row found ``sending`` later is
+    first checked with the provider, and only resent when the provider's call is idempotent or
+    says it did not pay.
+    """
+    cache = providers if providers is not None else {}
+    payment = BonusPayment.objects.select_related("assignment__round", "assignment__worker", "worker").get(
+        pk=payment.pk
+    )
+    provider = _provider_of(payment.assignment, cache)
+    if payment.status == BonusPayment.Status.PAID:
+        return payment
+    if payment.status == BonusPayment.Status.SENDING:
+        paid = provider.bonus_was_paid(payment=payment)
+        if paid:
+            return _settle(payment, BonusPayment.Status.PAID)
+        if paid is None and not provider.bonus_resend_is_safe:
+            return payment  # left for a person to check; never paid blindly twice
+    BonusPayment.objects.filter(pk=payment.pk).update(status=BonusPayment.Status.SENDING)
+    payment.status = BonusPayment.Status.SENDING
+    try:
+        provider.send_bonus(payment=payment)
+    except ProviderRefused as error:
+        return _settle(payment, BonusPayment.Status.FAILED, error=str(error))
+    except ProviderError as error:
+        BonusPayment.objects.filter(pk=payment.pk).update(error=str(error))
+        logger.warning("bonus %s not settled: %s", payment.pk, error)
+        return payment
+    return _settle(payment, BonusPayment.Status.PAID)
+
+
+def _settle(payment: BonusPayment, status: str, error: str = "") -> BonusPayment:
+    payment.status = status
+    payment.error = error
+    payment.paid_at = timezone.now() if status == BonusPayment.Status.PAID else None
+    payment.save(update_fields=["status", "error", "paid_at", "provider_record_id"])
+    return payment
+
+
+def pay_round(
+    *, round: CollectionRound, top_up: bool = False, feedback: str = "", providers: dict | None = None
+) -> PayReport:
+    """Approve every submitted, unreviewed assignment; with ``top_up`` grant each approved one the
+    bonus that brings it to the target hourly wage at the median task time (once, via the ledger);
+    then send every bonus not yet settled."""
+    cache = providers if providers is not None else {}
+    report = PayReport()
+    pending = (
+        Assignment.objects.submitted().filter(round=round, review_status=Assignment.ReviewStatus.SUBMITTED)
+        .select_related("worker", "round").order_by("pk")
+    )
+    for assignment in pending:
+        try:
+            approve(assignment=assignment, feedback=feedback, providers=cache)
+            report.approved += 1
+        except ProviderError as error:
+            report.errors.append(f"assignment {assignment.pk}: {error}")
+    if top_up:
+        _grant_top_ups(round=round, report=report, providers=cache)
+    for payment in BonusPayment.objects.filter(assignment__round=round, status__in=UNSETTLED_BONUS).order_by("pk"):
+        payment = send_bonus(payment=payment, providers=cache)
+        if payment.status == BonusPayment.Status.PAID:
+            report.bonuses_paid += 1
+        elif payment.status == BonusPayment.Status.FAILED:
+            report.bonuses_failed += 1
+            report.errors.append(f"bonus {payment.pk}: {payment.error}")
+        else:
+            report.bonuses_unsettled += 1
+    return report
+
+
+def _grant_top_ups(*, round: CollectionRound, report: PayReport, providers: dict) -> None:
+    per_task = top_up_per_task(round=round, median_seconds=median_task_seconds(round=round))
+    report.top_up_per_task = per_task
+    if per_task < Decimal("0.01"):
+        return
+    reason = (
+        f"Top-up to the target wage of {round.target_hourly_wage} {round.currency}/hour "
+        f"at the median task time. Thank you for your work."
+    )
+    approved = (
+        Assignment.objects.filter(round=round, review_status=Assignment.ReviewStatus.APPROVED)
+        .select_related("worker", "round").order_by("pk")
+    )
+    for assignment in approved:
+        with transaction.atomic():
+            # Lock the round: concurrent payers must not together pass the budget cap.
+            locked = CollectionRound.objects.select_for_update().get(pk=round.pk)
+            token = deterministic_token(round=locked, purpose=f"assignment:{assignment.pk}:bonus:top-up")
+            if BonusPayment.objects.filter(token=token).exists():
+                continue
+            if locked.budget_cap is not None:
+                provider = _provider_of(assignment, providers)
+                fees = provider.reward_fee(reward=per_task, rate=provider.bonus_fee_rate)
+                if committed_spend(round=locked) + per_task + fees > locked.budget_cap:
+                    report.skipped_for_budget += 1
+                    continue
+            _payment, created = grant_bonus(assignment=assignment, amount=per_task, reason=reason, purpose="top-up")
+            report.bonuses_granted += int(created)
+
+
+# --- blocks, qualifications, expiry -------------------------------------------------------------------
+
+
+def block_worker(*, worker: Worker, reason: str) -> Worker:
+    """Block here (no more tasks) and at the worker's provider."""
+    get_provider(worker.provider).block(worker=worker, reason=reason)
+    with transaction.atomic():
+        Worker.objects.filter(pk=worker.pk).update(is_blocked=True)
+    worker.refresh_from_db()
+    return worker
+
+
+def expire_round(*, round: CollectionRound, providers: dict | None = None) -> list[Publication]:
+    """Stop new work on every publication of the round (submitted work can still be reviewed)."""
+    expired = []
+    for publication in Publication.objects.filter(round=round).exclude(status=Publication.Status.EXPIRED):
+        provider_for_publication(publication, providers).expire(publication=publication)
+        publication.status = Publication.Status.EXPIRED
+        publication.save(update_fields=["status"])
+        expired.append(publication)
+    return expired
+
+
+def delete_round_tasks(*, round: CollectionRound, providers: dict | None = None) -> list[str]:
+    """Delete the expired round's tasks where the provider supports it (MTurk HITs whose work is all
+    reviewed); returns the ids it could not delete yet."""
+    kept = []
+    for publication in Publication.objects.filter(round=round, status=Publication.Status.EXPIRED):
+        provider = provider_for_publication(publication, providers)
+        if hasattr(provider, "delete"):
+            kept += provider.delete(publication=publication)
+    return kept

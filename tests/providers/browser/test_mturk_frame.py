@@ -1,0 +1,96 @@
+"""The MTurk worker page inside an iframe of another origin, as on MTurk's site: the worker does the
+task, the page saves on our server with its token (no cookies), then posts to externalSubmit."""
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, quote
+
+import pytest
+
+from annotation.models import Assignment
+from mturk.models import HIT
+from mturk.provider import MTurkProvider
+from providers import services
+from tests.annotation.browser.conftest import browser  # noqa: F401  (fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+class TurkSite:
+    """Another origin standing in for MTurk's worker site: frames the task and takes externalSubmit."""
+
+    def __init__(self):
+        self.submissions: list[dict] = []
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                src = parse_qs(self.path.split("?", 1)[1])["src"][0]
+                body = (f'<!doctype html><title>HIT</title><iframe id="hit" src="{src}" width="1000" height="800">'
+                        "</iframe>").encode()
+                self._answer(body)
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                fields = parse_qs(self.rfile.read(length).decode())
+                site.submissions.append({key: values[0] for key, values in fields.items()})
+                self._answer(b"<!doctype html><p id='thanks'>HIT submitted</p>")
+
+            def _answer(self, body: bytes):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_framed_task_saves_here_then_posts_to_external_submit(
+    browser, live_server, mturk_fake, round_factory, settings,  # noqa: F811
+):
+    round = round_factory(items=1, workers_per_item=1)
+    services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0))
+    hit = HIT.objects.get()
+    assignment_id = mturk_fake.accept_assignment(hit.hit_id, "AFRAMED1")
+    with TurkSite() as turk:
+        settings.MTURK_ENDPOINT_URL = turk.url  # the configured endpoint is an allowed turkSubmitTo
+        task = (f"{live_server.url}/work/mturk/{round.pk}/?assignmentId={assignment_id}&hitId={hit.hit_id}"
+                f"&workerId=AFRAMED1&turkSubmitTo={quote(turk.url, safe='')}")
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{turk.url}/hit?src={quote(task, safe='')}")
+        frame = page.frame_locator("#hit")
+        frame.locator("#task-form[data-ready=true]").wait_for()
+        frame.locator("label[for=choice-right]").click()
+        frame.locator("#submit-button").click()
+        frame.locator("#thanks").wait_for()
+        context.close()
+        for _ in range(50):
+            if turk.submissions:
+                break
+            time.sleep(0.1)
+    assert errors == []
+    assert len(turk.submissions) == 1
+    assert turk.submissions[0]["assignmentId"] == assignment_id
+    assert turk.submissions[0]["crowdbench_answers"] == '{"choice":"right"}'
+    assignment = Assignment.objects.get()
+    assert assignment.status == "submitted" and assignment.payload == {"choice": "right"}

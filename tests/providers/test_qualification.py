@@ -1,0 +1,51 @@
+"""Qualification tests from gold items, accepted by the fake's QuestionForm/AnswerKey validation."""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+from django.core.management import call_command
+
+from fakes.mturk_server import RehearsalError
+from mturk.models import HIT
+from mturk.provider import MTurkProvider
+from mturk.qualification import ANSWER_KEY_NS, create_qualification_test, gold_questions
+from providers import services
+from providers.base import ProviderRefused
+from providers.models import Publication
+
+pytestmark = pytest.mark.django_db
+
+
+def test_gold_items_become_a_scored_test_that_hits_can_require(mturk_fake, round_factory, capsys):
+    round = round_factory(items=3, workers_per_item=1, gold_answers={0: {"winner": "b"}, 2: {"winner": "a"}})
+    call_command("mturk_qualification_test", str(round.pk), "--name", "Pairwise judges <v1>",
+                 "--description", "Pick the better response & explain nothing.", "--duration-seconds", "900")
+    type_id = capsys.readouterr().out.strip()
+    created = mturk_fake.calls("CreateQualificationType")[0].params
+    assert created["TestDurationInSeconds"] == 900
+    assert "Pairwise judges &lt;v1&gt;" in created["Test"]
+    key = ET.fromstring(created["AnswerKey"])
+    expected = [option.text for option in key.iter(f"{{{ANSWER_KEY_NS}}}SelectionIdentifier")]
+    assert expected == ["b", "a"]
+    services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0),
+                           options={"qualification_type_id": type_id, "qualification_min_score": 80})
+    requirement = mturk_fake.calls("CreateHITType")[0].params["QualificationRequirements"][0]
+    assert requirement == {"QualificationTypeId": type_id, "Comparator": "GreaterThanOrEqualTo",
+                           "IntegerValues": [80], "ActionsGuarded": "DiscoverPreviewAndAccept"}
+    assert Publication.objects.get().details["options"]["qualification_type_id"] == type_id
+    # A worker without the qualification cannot take the HIT; one with a passing score can.
+    hit_id = HIT.objects.order_by("pk").first().hit_id
+    with pytest.raises(RehearsalError):
+        mturk_fake.accept_assignment(hit_id, "ANOQUAL")
+    worker = services.get_or_create_provider_worker(provider="mturk", external_id="APASSED")
+    MTurkProvider(retry_pause=0).qualify(worker=worker, qualification=type_id, value=80)
+    assert mturk_fake.accept_assignment(hit_id, "APASSED")
+
+
+def test_round_without_scorable_gold_is_refused(mturk_fake, round_factory):
+    round = round_factory(items=1)
+    assert gold_questions(round) == []
+    with pytest.raises(ProviderRefused):
+        create_qualification_test(provider=MTurkProvider(retry_pause=0), round=round, name="x", description="y",
+                                  duration_seconds=60)

@@ -1,0 +1,117 @@
+"""Entry pages for MTurk and Prolific workers and their cookie-free submit endpoint."""
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from annotation.models import Assignment, Worker
+from mturk.models import HIT
+from mturk.provider import MTurkProvider
+from providers import services
+from providers.models import Publication
+from providers.prolific import ProlificProvider, completion_code
+from providers.worker_access import task_token
+
+pytestmark = pytest.mark.django_db
+SANDBOX = "https://workersandbox.mturk.com"
+
+
+@pytest.fixture
+def published_hit(mturk_fake, round_factory):
+    round = round_factory(items=2, workers_per_item=1)
+    services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0))
+    hit = HIT.objects.select_related("item").order_by("item__position").first()
+    assignment_id = mturk_fake.accept_assignment(hit.hit_id, "AWORKER1")
+    return round, hit, assignment_id
+
+
+def mturk_url(round, hit, assignment_id, worker="AWORKER1", submit_to=SANDBOX):
+    return (f"/work/mturk/{round.pk}/?assignmentId={assignment_id}&hitId={hit.hit_id}&workerId={worker}"
+            f"&turkSubmitTo={submit_to}")
+
+
+def test_preview_shows_the_task_read_only_and_reserves_nothing(published_hit):
+    round, hit, _ = published_hit
+    response = Client().get(f"/work/mturk/{round.pk}/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId={hit.hit_id}")
+    assert response.status_code == 200
+    assert "accept the HIT to start" in response.content.decode()
+    assert "<fieldset disabled>" in response.content.decode()
+    assert "X-Frame-Options" not in response.headers
+    assert not Assignment.objects.exists()
+
+
+def test_mturk_page_assigns_the_hits_item_and_can_be_framed(published_hit):
+    round, hit, assignment_id = published_hit
+    response = Client().get(mturk_url(round, hit, assignment_id))
+    assert response.status_code == 200
+    assert "X-Frame-Options" not in response.headers
+    assert not response.cookies  # nothing depends on cookies inside MTurk's frame
+    assignment = Assignment.objects.get()
+    assert (assignment.item_id, assignment.provider_assignment_id, assignment.provider_task_id) == (
+        hit.item_id, assignment_id, hit.hit_id)
+    assert assignment.worker == Worker.objects.get(provider="mturk", external_id="AWORKER1")
+    page = response.content.decode()
+    assert f'action="{SANDBOX}/mturk/externalSubmit"' in page
+    assert task_token(assignment=assignment) in page
+    # A reload gives the same assignment back.
+    Client().get(mturk_url(round, hit, assignment_id))
+    assert Assignment.objects.count() == 1
+
+
+def test_mturk_page_refuses_foreign_submit_hosts(published_hit):
+    round, hit, assignment_id = published_hit
+    response = Client().get(mturk_url(round, hit, assignment_id, submit_to="https://evil.example.org"))
+    assert response.status_code == 400
+    assert not Assignment.objects.exists()
+
+
+def test_submit_needs_the_signed_token_of_that_assignment(published_hit):
+    round, hit, assignment_id = published_hit
+    Client().get(mturk_url(round, hit, assignment_id))
+    assignment = Assignment.objects.get()
+    client = Client(enforce_csrf_checks=True)
+    url = f"/api/providers/assignments/{assignment.pk}/submit/"
+    assert client.post(url, {"choice": "left"}).status_code == 403
+    assert client.post(url, {"choice": "left"}, headers={"X-Task-Token": "forged"}).status_code == 403
+    other = Assignment.objects.create(round=round, item=assignment.item, worker=Worker.objects.create(
+        provider="mturk", external_id="AOTHER"), accepted_at=assignment.accepted_at, expires_at=assignment.expires_at)
+    others_token = task_token(assignment=other)
+    assert client.post(url, {"choice": "left"}, headers={"X-Task-Token": others_token}).status_code == 403
+    token = task_token(assignment=assignment)
+    first = client.post(url, {"choice": "left"}, headers={"X-Task-Token": token})
+    assert first.status_code == 201 and first.json()["payload"] == {"choice": "left"}
+    assert client.post(url, {"choice": "left"}, headers={"X-Task-Token": token}).status_code == 200
+    assert client.post(url, {"choice": "right"}, headers={"X-Task-Token": token}).status_code == 409
+    # Reloading after the save hands over to MTurk at once, with the stored answers.
+    page = Client().get(mturk_url(round, hit, assignment_id)).content.decode()
+    assert 'data-auto="true"' in page and "&quot;choice&quot;:&quot;left&quot;" in page
+
+
+def test_prolific_page_saves_then_sends_the_participant_back_with_the_code(prolific_fake, round_factory):
+    round = round_factory(items=1, workers_per_item=1)
+    services.publish_round(round=round, provider_name="prolific", provider=ProlificProvider(retry_pause=0))
+    study_id = Publication.objects.get().external_id
+    started = prolific_fake.start_submission(study_id, "a" * 24)
+    path = started["study_url"].replace("https://crowdbench.example.org", "")
+    response = Client().get(path)
+    assert response.status_code == 200
+    assert completion_code(round) not in response.content.decode()  # only after the work is saved
+    assignment = Assignment.objects.get()
+    assert assignment.provider_assignment_id == started["id"]
+    saved = Client().post(f"/api/providers/assignments/{assignment.pk}/submit/", {"choice": "right"},
+                          headers={"X-Task-Token": task_token(assignment=assignment)})
+    assert saved.json()["redirect_url"] == f"https://app.prolific.com/submissions/complete?cc={completion_code(round)}"
+    again = Client().get(path)
+    assert again.status_code == 302 and again["Location"] == saved.json()["redirect_url"]
+    wrong_study = Client().get(path.replace(study_id, "0" * 24))
+    assert wrong_study.status_code == 404
+
+
+def test_pages_speak_the_rounds_language(mturk_fake, round_factory):
+    round = round_factory(items=1, workers_per_item=1, language="ja")
+    services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0))
+    hit = HIT.objects.get()
+    preview = Client().get(f"/work/mturk/{round.pk}/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId={hit.hit_id}")
+    assert "プレビューです。始めるには HIT を受諾してください。" in preview.content.decode()
+    broken = Client().get(f"/work/mturk/{round.pk}/?assignmentId=ABC&hitId={hit.hit_id}&workerId=A1&turkSubmitTo=x")
+    assert broken.status_code == 400 and "Mechanical Turk から開いてください" in broken.content.decode()
