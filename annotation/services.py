@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -260,9 +260,16 @@ def request_assignment(
     rng: random.Random | None = None,
     provider_assignment_id: str = "",
     provider_task_id: str = "",
+    item: WorkItem | None = None,
+    budget_allows: Callable[[CollectionRound, Worker], bool] | None = None,
 ) -> Assignment | None:
     """The worker's open assignment in the round, or a new one on an item they have not done; None when
     nothing is left for them.
+
+    ``item`` restricts the choice to that one item (a provider task that is one item, such as an
+    MTurk HIT); an open assignment on another item is then refused. ``budget_allows(round, worker)``
+    replaces the default budget check (rewards of the slots taken), e.g. to count provider fees; it
+    runs with the round row locked.
 
     Safe under concurrency: each candidate item is locked (skipping rows other requests hold) and its
     free slots are counted under the lock; the (item, worker) and one-open-per-round unique
@@ -279,6 +286,7 @@ def request_assignment(
             return _request_assignment_locked(
                 round=round, worker=worker, now=now, rng=rng,
                 provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
+                only_item=item, budget_allows=budget_allows,
             )
     except IntegrityError:
         # A concurrent request of the same worker won the race; hand out what it created.
@@ -291,12 +299,14 @@ def request_assignment(
 
 
 def _request_assignment_locked(
-    *, round, worker, now, rng, provider_assignment_id, provider_task_id
+    *, round, worker, now, rng, provider_assignment_id, provider_task_id, only_item, budget_allows
 ) -> Assignment | None:
     existing = Assignment.objects.filter(
         round=round, worker=worker, status=Assignment.Status.ASSIGNED, expires_at__gt=now
     ).first()
     if existing is not None:
+        if only_item is not None and existing.item_id != only_item.pk:
+            raise AssignmentNotActive(_("Finish or return your other task of this round first."))
         return existing
     rules = round.qualification_rules or {}
     if "max_tasks_per_worker" in rules:
@@ -306,11 +316,18 @@ def _request_assignment_locked(
     if round.budget_cap is not None:
         # Lock the round so concurrent requests cannot together overshoot the cap.
         CollectionRound.objects.select_for_update(no_key=True).order_by().get(pk=round.pk)
-        committed = Assignment.objects.holding_a_slot().filter(round=round).count()
-        if (committed + 1) * round.reward_per_task > round.budget_cap:
-            return None
+        if budget_allows is not None:
+            if not budget_allows(round, worker):
+                return None
+        else:
+            committed = Assignment.objects.holding_a_slot().filter(round=round).count()
+            if (committed + 1) * round.reward_per_task > round.budget_cap:
+                return None
+    candidates = WorkItem.objects.filter(round=round, completed_at__isnull=True)
+    if only_item is not None:
+        candidates = candidates.filter(pk=only_item.pk)
     candidate_ids = list(
-        WorkItem.objects.filter(round=round, completed_at__isnull=True)
+        candidates
         .exclude(pk__in=Assignment.objects.filter(worker=worker, round=round).values("item"))
         .annotate(taken=_slots_taken_subquery())
         .filter(taken__lt=round.workers_per_item)

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "datasets_app",
     "annotation",
+    "providers",
     "mturk",
     "evaluation",
     "llm",
@@ -243,5 +244,4 @@ PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.3333")  # service fee
 PROLIFIC_MAX_ATTEMPTS = env_number("PROLIFIC_MAX_ATTEMPTS", "4", int)  # for safe calls only
 # First pause before our own retries of throttled / failing provider calls; doubles each time.
 PROVIDERS_RETRY_PAUSE_SECONDS = env_number("PROVIDERS_RETRY_PAUSE_SECONDS", "1.0", float)
-INSTALLED_APPS += ["providers"]
 # --- end crowd providers ---------------------------------------------------------------------------

@@ -8,7 +8,6 @@ row and never pays it twice; top-ups never take a round past its budget cap.
 from __future__ import annotations
 
 import logging
-import random
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,13 +16,9 @@ from decimal import Decimal
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound, Worker, WorkItem
-from annotation.services import (  # the engine's single-item step, reused for provider tasks bound to an item
-    _attempt_item,
-)
 
 from .base import (
     CostEstimate,
@@ -175,40 +170,19 @@ def request_provider_assignment(
     ).first()
     if existing is not None:
         return existing
-    if item is None:
-        assignment = crowd.request_assignment(
-            round=round, worker=worker, now=now,
-            provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
-        )
-        return _follow_provider_ids(assignment, provider_assignment_id, provider_task_id)
-    now = now or timezone.now()
-    round = CollectionRound.objects.get(pk=round.pk)
-    crowd.check_worker_may_work(round=round, worker=worker)
-    crowd.expire_stale_assignments(round=round, now=now)
-    with transaction.atomic():
-        open_one = Assignment.objects.filter(
-            round=round, worker=worker, status=Assignment.Status.ASSIGNED, expires_at__gt=now
-        ).first()
-        if open_one is not None:
-            if open_one.item_id != item.pk:
-                raise crowd.AssignmentNotActive(_("Finish or return your other task of this round first."))
-            return _follow_provider_ids(open_one, provider_assignment_id, provider_task_id)
-        rules = round.qualification_rules or {}
-        if "max_tasks_per_worker" in rules:
-            done = Assignment.objects.holding_a_slot().filter(round=round, worker=worker).count()
-            if done >= rules["max_tasks_per_worker"]:
-                return None
-        if round.budget_cap is not None:
-            CollectionRound.objects.select_for_update(no_key=True).order_by().get(pk=round.pk)
-            provider = get_provider(worker.provider)
-            fee = provider.reward_fee(reward=round.reward_per_task, rate=provider.fee_rate(round=round))
-            if committed_spend(round=round) + round.reward_per_task + fee > round.budget_cap:
-                return None
-        assignment, _busy = _attempt_item(
-            item_id=item.pk, skip_locked=False, round=round, worker=worker, now=now, rng=random.SystemRandom(),
-            provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
-        )
-        return assignment
+    assignment = crowd.request_assignment(
+        round=round, worker=worker, now=now, item=item,
+        provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
+        budget_allows=_budget_allows_with_fees,
+    )
+    return _follow_provider_ids(assignment, provider_assignment_id, provider_task_id)
+
+
+def _budget_allows_with_fees(round: CollectionRound, worker: Worker) -> bool:
+    """One more task of this worker's provider, fee included, stays within the round's cap."""
+    provider = get_provider(worker.provider)
+    fee = provider.reward_fee(reward=round.reward_per_task, rate=provider.fee_rate(round=round))
+    return committed_spend(round=round) + round.reward_per_task + fee <= round.budget_cap
 
 
 def _follow_provider_ids(assignment: Assignment | None, provider_assignment_id: str, provider_task_id: str):
