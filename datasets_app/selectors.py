@@ -32,7 +32,8 @@ def yield_report(*, source: str | None = None) -> dict:
             verdicts = verdicts.filter(candidate__instance__source=source)
         counts = verdicts.aggregate(
             candidates=Count("id"),
-            correct=Count("id", filter=Q(outcome=Verification.Outcome.CORRECT)),
+            # A correct answer that the majority flagged harmful is discarded, so it is not kept.
+            correct=Count("id", filter=Q(outcome=Verification.Outcome.CORRECT, harmful=False)),
             caption=Count("id", filter=Q(outcome=Verification.Outcome.CAPTION_PROBLEM)),
             response=Count("id", filter=Q(outcome=Verification.Outcome.RESPONSE_PROBLEM)),
             harmful=Count("id", filter=Q(harmful=True)),

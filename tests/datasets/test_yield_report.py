@@ -50,3 +50,18 @@ def test_source_filter_separates_imported_from_other_data(shared_data):
     call_command("yield_report", "--json", "--source", "imported", stdout=out)
     multi = json.loads(out.getvalue())["splits"]["multi_image"]
     assert (multi["candidates"], multi["kept_pct"], multi["caption_problem_pct"], multi["response_problem_pct"]) == (100, 63.0, 6.0, 30.0)
+
+
+def test_a_correct_but_harmful_verdict_is_not_kept():
+    from datasets_app.demo import create_demo_data
+    from datasets_app.models import Verification
+
+    create_demo_data()  # four verified instances, one verdict each
+    single = Verification.objects.filter(
+        is_aggregate=True, candidate__instance__family__is_multi_image=False
+    ).first()
+    single.harmful = True
+    single.save()
+    report = yield_json()["splits"]["single_image"]
+    assert report["candidates"] == 3
+    assert (report["kept_pct"], report["harmful_pct"]) == (66.7, 33.3)

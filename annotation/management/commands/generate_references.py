@@ -5,7 +5,7 @@ from annotation.pipeline import generate_and_route_references
 from datasets_app.reference_generation import instances_awaiting_reference
 from llm.config import LLMNotConfigured
 
-from ._llm_step import not_configured, parse_budget, request_bar
+from llm.cli import not_configured, parse_budget, request_bar
 
 
 def verification_round_option(round_id: int | None) -> CollectionRound | None:

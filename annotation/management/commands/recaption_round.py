@@ -4,7 +4,7 @@ from annotation.models import CollectionRound
 from annotation.pipeline import recaption_discarded
 from datasets_app.models import Instance
 
-from ._llm_step import parse_amount
+from llm.cli import parse_amount
 
 REASONS = [value for value in Instance.DiscardReason.values if value]
 

@@ -4,7 +4,7 @@ from annotation.pipeline import regenerate_discarded
 from datasets_app.models import Instance
 from llm.config import LLMNotConfigured
 
-from ._llm_step import not_configured, parse_budget, request_bar
+from llm.cli import not_configured, parse_budget, request_bar
 from .generate_references import verification_round_option, write_pipeline_report
 
 REASONS = [value for value in Instance.DiscardReason.values if value]

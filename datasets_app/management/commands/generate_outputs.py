@@ -2,7 +2,7 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.management.commands._llm_step import not_configured, parse_budget, request_bar
+from llm.cli import not_configured, parse_budget, request_bar
 from datasets_app.model_outputs import generate_outputs
 from datasets_app.reference_generation import instances_by_id
 from llm.config import LLMNotConfigured

@@ -1,21 +1,8 @@
-import sys
-from decimal import Decimal, InvalidOperation
-
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
 from datasets_app.review_generation import TEMPLATE_NAMES, generate_review_sets, images_for_generation
+from llm.cli import not_configured, parse_budget, request_bar
 from llm.config import LLMNotConfigured
-
-
-def parse_budget(value: str) -> Decimal:
-    try:
-        amount = Decimal(value)
-    except InvalidOperation:
-        raise CommandError(f"--budget must be an amount in USD, got {value!r}") from None
-    if not amount.is_finite() or amount < 0:
-        raise CommandError(f"--budget must be a non-negative amount in USD, got {value!r}")
-    return amount
 
 
 class Command(BaseCommand):
@@ -38,7 +25,7 @@ class Command(BaseCommand):
                                                      "cached answers (e.g. after failures)")
 
     def handle(self, *args, category, language, image_ids, model, budget: str | None, seed, **options):
-        cap = None if budget is None else parse_budget(budget)
+        cap = parse_budget(budget)
         languages = language or ["en", "ja"]
         try:
             images = images_for_generation(categories=category, image_ids=image_ids)
@@ -46,24 +33,14 @@ class Command(BaseCommand):
             raise CommandError(f"--image-ids: {exc}") from None
         if not images:
             raise CommandError("no images to write reviews for (images need a category, or give --image-ids)")
-        bars: list[tqdm] = []  # made when the first batch starts, so a setup error prints no empty bar
-
-        def more(count: int) -> None:
-            if not bars:
-                bars.append(tqdm(total=0, unit="request", disable=options["verbosity"] == 0, file=sys.stderr))
-            bars[0].total += count
-            bars[0].refresh()
-
-        try:
-            report = generate_review_sets(
-                images=images, languages=languages, model=model, budget_usd=cap, seed=seed,
-                on_requests=more, progress=lambda result: bars[0].update(),
-            )
-        except LLMNotConfigured as exc:
-            raise CommandError(f"The LLM is not configured: {exc}") from None
-        finally:
-            for bar in bars:
-                bar.close()
+        with request_bar(verbosity=options["verbosity"]) as (on_requests, progress):
+            try:
+                report = generate_review_sets(
+                    images=images, languages=languages, model=model, budget_usd=cap, seed=seed,
+                    on_requests=on_requests, progress=progress,
+                )
+            except LLMNotConfigured as exc:
+                raise not_configured(exc) from None
         for failure in report.failures:
             self.stderr.write(f"image {failure.image_id} ({failure.language}): no review set stored: {failure.reason}")
         style = self.style.SUCCESS if not report.failures else self.style.WARNING

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -12,6 +11,7 @@ from evaluation.rankers.registry import RANKER_NAMES, make_ranker
 from evaluation.rankers.uploaded import UploadedScoresError
 from evaluation.selectors import review_items
 from evaluation.services import ScoreStoreError, rank_and_store
+from llm.cli import not_configured, parse_budget
 from llm.config import LLMConfig, LLMNotConfigured
 from llm.services import create_run
 
@@ -48,14 +48,7 @@ class Command(BaseCommand):
         out = Path(options["out"]) if options["out"] else None
         if out is not None and not out.parent.is_dir():
             raise CommandError(f"{out}: the folder {out.parent} does not exist")
-        budget = None
-        if options["budget"] is not None:
-            try:
-                budget = Decimal(options["budget"])
-            except InvalidOperation:
-                raise CommandError(f"--budget must be an amount in USD, got {options['budget']!r}") from None
-            if not budget.is_finite() or budget < 0:
-                raise CommandError(f"--budget must be a non-negative amount in USD, got {options['budget']!r}")
+        budget = parse_budget(options["budget"])
         items = review_items(language=options["language"], review_set_ids=options["review_sets"])
         if not items:
             raise CommandError("no review sets to rank")
@@ -67,7 +60,7 @@ class Command(BaseCommand):
                 config.require_server()
                 model = config.resolve_model(options["model"])
             except LLMNotConfigured as exc:
-                raise CommandError(f"The LLM is not configured: {exc}") from None
+                raise not_configured(exc) from None
             run = create_run(name=f"IRR {name} ranking ({model}, {len(items)} review sets)", budget_usd=budget,
                              purpose=f"irr_{name.replace('-', '_')}")
         # One bar per LLM request: one per review for server perplexity, one per item (plus retries) for chat.

@@ -1,4 +1,4 @@
-"""What the pipeline commands share: amount parsing, a progress bar, the not-configured message."""
+"""What the commands of LLM steps share: amount parsing, a progress bar, the not-configured message."""
 from __future__ import annotations
 
 import sys
