@@ -96,7 +96,7 @@ class AssignmentAdmin(admin.ModelAdmin):
 
 @admin.register(Worker)
 class WorkerAdmin(admin.ModelAdmin):
-    list_display = ["provider", "external_id", "user", "is_blocked", "created_at"]
+    list_display = ["provider", "external_id", "user", "languages", "is_blocked", "created_at"]
     list_filter = ["provider", "is_blocked"]
     search_fields = ["external_id", "user__username"]
     raw_id_fields = ["user"]

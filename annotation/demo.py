@@ -178,7 +178,11 @@ def create_demo_rounds(*, researcher=None, worker_users=()) -> dict[str, Collect
     group, _created = Group.objects.get_or_create(name=settings.ANNOTATION_WORKER_GROUP)
     for user in worker_users:
         user.groups.add(group)
-        services.get_or_create_local_worker(user=user)
+        worker = services.get_or_create_local_worker(user=user)
+        if not worker.languages:
+            # The demo workers rank in both languages; real ones state what they speak.
+            worker.languages = ["en", "ja"]
+            worker.save(update_fields=["languages"])
 
     family = _demo_family()
     plans = {
@@ -205,6 +209,8 @@ def create_demo_rounds(*, researcher=None, worker_users=()) -> dict[str, Collect
             reward_per_task=Decimal("0.50"),
             target_hourly_wage=Decimal("18.00"),
             time_limit_seconds=1800,
+            # IRR: each language's reviews are ranked by speakers of that language.
+            qualification_rules={"language_matched": True} if key.startswith("ranking") else None,
         )
         services.add_items(round=round, targets=targets())
         rounds[key] = services.open_round(round=round)

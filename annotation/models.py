@@ -19,6 +19,13 @@ from django.utils.translation import gettext_lazy as _
 from datasets_app.models import Language
 
 
+def validate_language_codes(value: object) -> None:
+    if not isinstance(value, list) or not all(code in Language.values for code in value):
+        raise ValidationError(
+            _("Languages must be a list of codes from %(known)s."), params={"known": ", ".join(Language.values)}
+        )
+
+
 class Worker(models.Model):
     """Someone who does tasks: a local user, or a provider's worker id (Prolific PID, MTurk workerId)."""
 
@@ -39,6 +46,13 @@ class Worker(models.Model):
         related_name="crowd_worker",
     )
     is_blocked = models.BooleanField(default=False)
+    languages = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_language_codes],
+        help_text='Languages the worker annotates in, as codes (e.g. ["en", "ja"]); rounds with '
+        "the language_matched rule only go to workers who list the round's language.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -77,6 +91,8 @@ def validate_qualification_rules(value: object) -> None:
     for key in ("min_approved_tasks", "max_tasks_per_worker"):
         if key in value and (not isinstance(value[key], int) or isinstance(value[key], bool) or value[key] < 0):
             raise ValidationError(_("%(key)s must be a non-negative integer."), params={"key": key})
+    if "language_matched" in value and not isinstance(value["language_matched"], bool):
+        raise ValidationError(_("language_matched must be true or false."))
     if "providers" in value:
         providers = value["providers"]
         if not isinstance(providers, list) or not set(providers) <= set(Worker.Provider.values):
@@ -90,6 +106,8 @@ QUALIFICATION_RULES = {
     "min_approved_tasks": "approved assignments the worker needs across all rounds",
     "max_tasks_per_worker": "assignments one worker may take in this round",
     "providers": "crowd providers whose workers may take part",
+    "language_matched": "true: only workers who list the round's language (IRR ranks each language "
+    "with its own speakers)",
 }
 
 

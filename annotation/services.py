@@ -202,6 +202,9 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker) -> None:
     rules = round.qualification_rules or {}
     if "providers" in rules and worker.provider not in rules["providers"]:
         raise NotQualified(_("This round is not offered to workers from your crowd platform."))
+    if rules.get("language_matched") and round.language not in (worker.languages or []):
+        raise NotQualified(_("This round is for workers who work in %(language)s.")
+                           % {"language": round.get_language_display()})
     if rules.get("min_approved_tasks"):
         approved = Assignment.objects.filter(
             worker=worker, review_status=Assignment.ReviewStatus.APPROVED

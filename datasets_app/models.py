@@ -15,11 +15,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 
 class Language(models.TextChoices):
-    ENGLISH = "en", "English"
-    JAPANESE = "ja", "Japanese"
+    ENGLISH = "en", _("English")
+    JAPANESE = "ja", _("Japanese")
 
 
 class Source(models.TextChoices):
