@@ -111,6 +111,19 @@ MODEL_ANSWERS = {
     "instructblip-demo": "The image shows colourful geometric shapes.",
 }
 
+# Instances still in the pipeline: one awaiting its caption, one whose LLM answer awaits checking.
+AWAITING_CAPTION = (
+    "two",
+    "What colour is the shape on the right, and is it bigger than the other one?",
+)
+AWAITING_VERIFICATION = (
+    "four",
+    "Which shape is in the top right corner?",
+    "Four shapes on white: a yellow square top left, a teal circle top middle, a red triangle top "
+    "right and a navy circle below the teal one.",
+    "The shape in the top right corner is a red triangle.",
+)
+
 REVIEWS = {
     "en": [
         "The picture shows three simple shapes in red, blue and green on a white background.",
@@ -145,6 +158,7 @@ def create_demo_data() -> dict[str, int]:
         FamilySeedImage.objects.create(family=counting, image=_image(SCENES["three"]), position=0)
         for scene, instruction, caption, reference in SINGLE_INSTANCES:
             _demo_instance(counting, [SCENES[scene]], instruction, [caption], reference)
+        _pipeline_instances(counting)
 
     differences, created = InstructionFamily.objects.get_or_create(
         name="Spot the change",
@@ -188,17 +202,32 @@ def create_demo_data() -> dict[str, int]:
     }
 
 
-def _demo_instance(family, scenes, instruction, captions, reference) -> Instance:
+def _bare_instance(family, scenes, instruction, status) -> Instance:
     images = [_image(shapes) for shapes in scenes]
     instance = Instance.objects.create(
         family=family,
         instruction=instruction,
         source=Source.RESEARCHER,
-        status=Instance.Status.VERIFIED,
+        status=status,
         content_key=Instance.compute_content_key(family.name, instruction, [i.sha256 for i in images]),
     )
     for position, image in enumerate(images):
         InstanceImage.objects.create(instance=instance, image=image, position=position)
+    return instance
+
+
+def _pipeline_instances(family) -> None:
+    scene, instruction = AWAITING_CAPTION
+    _bare_instance(family, [SCENES[scene]], instruction, Instance.Status.AWAITING_CAPTION)
+    scene, instruction, caption, answer = AWAITING_VERIFICATION
+    instance = _bare_instance(family, [SCENES[scene]], instruction, Instance.Status.AWAITING_VERIFICATION)
+    Caption.objects.create(instance=instance, position=0, kind=Caption.Kind.INSTRUCTION_CONDITIONED,
+                           text=caption, source=Source.RESEARCHER)
+    ReferenceCandidate.objects.create(instance=instance, text=answer, model_name="gpt-4", source=Source.LLM)
+
+
+def _demo_instance(family, scenes, instruction, captions, reference) -> Instance:
+    instance = _bare_instance(family, scenes, instruction, Instance.Status.VERIFIED)
     Caption.objects.bulk_create(
         Caption(instance=instance, position=p, kind=Caption.Kind.INSTRUCTION_CONDITIONED, text=t,
                 source=Source.RESEARCHER)

@@ -170,6 +170,11 @@ def request_provider_assignment(
     ).first()
     if existing is not None:
         return existing
+    if (round.qualification_rules or {}).get("language_matched") and round.language not in worker.languages:
+        # The provider screens language at publish time (MTurk locale requirements, Prolific's
+        # language filters): a worker it sends to this round is recorded as working in its language.
+        worker.languages = [*worker.languages, round.language]
+        worker.save(update_fields=["languages"])
     assignment = crowd.request_assignment(
         round=round, worker=worker, now=now, item=item,
         provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,

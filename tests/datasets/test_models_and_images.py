@@ -88,7 +88,11 @@ def test_one_current_caption_per_image_and_kind():
 def test_demo_data_is_idempotent_and_complete():
     first = create_demo_data()
     assert create_demo_data() == first
-    assert first == {"families": 2, "instances": 4, "review_sets": 2}
+    assert first == {"families": 2, "instances": 6, "review_sets": 2}
+    # Work for the demo rounds: an instance awaiting its caption, an answer awaiting verification.
+    assert Instance.objects.filter(status="awaiting_caption").count() == 1
+    waiting = Instance.objects.get(status="awaiting_verification")
+    assert waiting.reference_candidates.get().verifications.count() == 0
     multi = InstructionFamily.objects.get(is_multi_image=True)
     assert len(multi.ordered_seed_images()) == 2
     assert {rs.language for rs in ReviewSet.objects.all()} == {"en", "ja"}
