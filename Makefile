@@ -37,6 +37,8 @@ test: install-dev
 
 bench: install-dev
 	$(BIN)/python bench/ratings.py
+	$(BIN)/python bench/irr.py
+	$(BIN)/python bench/llm_batch.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media staticfiles .pytest_cache .hypothesis
