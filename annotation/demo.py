@@ -93,4 +93,11 @@ def create_demo_rounds(*, researcher=None, worker_users=()) -> dict[str, Collect
         )
         services.add_items(round=round, targets=targets())
         rounds[key] = services.open_round(round=round)
+    # Chain the VisIT-Bench stages: new instructions feed the caption round, finished captions get
+    # an LLM reference whose check goes to the verification round (docs/pipeline.md).
+    for earlier, later in (("instruction_generation", "caption"), ("caption", "verification")):
+        if rounds[earlier].follow_up_round_id is None:
+            rounds[earlier].follow_up_round = rounds[later]
+            rounds[earlier].full_clean()
+            rounds[earlier].save(update_fields=["follow_up_round"])
     return rounds

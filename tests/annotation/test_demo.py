@@ -37,3 +37,10 @@ def test_demo_rounds_use_existing_demo_data_when_present():
     rounds = create_demo_rounds(worker_users=[])
     assert rounds["pairwise"].items.count() >= 2
     assert rounds["ranking_ja"].items.first().review_set.language == "ja"
+
+
+def test_demo_rounds_are_chained_through_the_visitbench_stages():
+    rounds = create_demo_rounds(worker_users=[])
+    assert rounds["instruction_generation"].follow_up_round == rounds["caption"]
+    assert rounds["caption"].follow_up_round == rounds["verification"]
+    assert rounds["verification"].follow_up_round is None
