@@ -19,10 +19,9 @@ from django.utils import timezone
 from datasets_app.models import Instance, ReferenceCandidate
 from datasets_app.reference_generation import (
     ReferenceReport,
-    check_llm_configured,
     generate_references,
 )
-from llm.client import LLMClient, LLMResult
+from llm.client import LLMClient, LLMResult, configured_model
 
 from . import services
 from .models import Assignment, CollectionRound, WorkItem
@@ -313,7 +312,7 @@ def regenerate_discarded(
     and ``generate_references`` picks it up later. Raises ``LLMNotConfigured`` (nothing changed)
     without a server.
     """
-    check_llm_configured(model, client)
+    configured_model(model, client)
     reasons = list(reasons)
     with transaction.atomic():
         instances = discarded_instances(reasons=reasons, instance_ids=instance_ids)

@@ -18,13 +18,14 @@ from pathlib import Path
 
 from django.db import transaction
 
-from llm.client import LLMClient, LLMResult, chat_request, run_batch
+from llm.client import LLMClient, LLMResult, chat_request, configured_model, run_batch
 from llm.models import LLMRun
 from llm.services import create_run
 
 from .models import Instance, ModelOutput, Source
-from .reference_generation import check_llm_configured, format_usd
+from .reference_generation import format_usd
 from .review_generation import image_source
+from .file_errors import parse_csv_file
 from .visitbench_csv import VisitBenchFormatError
 
 PREDICTION_SUFFIX = " prediction"
@@ -84,18 +85,7 @@ class PredictionsImportReport:
 
 def read_predictions_csv(path: str | Path) -> tuple[list[str], list[PredictionRow]]:
     """Parse the whole file: (model names, rows). Raises VisitBenchFormatError naming row and column."""
-    path = str(path)
-    try:
-        handle = open(path, newline="", encoding="utf-8-sig")
-    except OSError as exc:
-        raise VisitBenchFormatError(path, f"cannot open file: {exc.strerror}") from exc
-    with handle:
-        try:
-            return _read_predictions(path, handle)
-        except UnicodeDecodeError as exc:
-            raise VisitBenchFormatError(path, f"not UTF-8 text ({exc.reason})") from exc
-        except csv.Error as exc:
-            raise VisitBenchFormatError(path, f"malformed CSV: {exc}") from exc
+    return parse_csv_file(str(path), _read_predictions, VisitBenchFormatError)
 
 
 def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]]:
@@ -288,7 +278,7 @@ def generate_outputs(
     """
     if client is None and base_url:
         client = LLMClient(base_url=base_url, api_key=api_key or "")
-    check_llm_configured(model, client)
+    configured_model(model, client)
     name = output_name or model
     if instances is None:
         instances = Instance.objects.filter(status=Instance.Status.VERIFIED)

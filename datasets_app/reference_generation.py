@@ -17,8 +17,7 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from llm.client import LLMClient, LLMResult, chat_request, run_batch
-from llm.config import LLMConfig
+from llm.client import LLMClient, LLMResult, chat_request, configured_model, run_batch
 from llm.models import LLMRun, PromptTemplate
 from llm.services import create_run, ensure_template, render_template
 
@@ -133,19 +132,6 @@ def instances_awaiting_reference(*, instance_ids: Iterable[int] | None = None) -
                 .order_by("pk"))
 
 
-def check_llm_configured(model: str | None, client: LLMClient | None = None) -> str:
-    """The model that will answer; raises ``LLMNotConfigured`` naming the settings to set.
-
-    Called before anything is written, so a missing server leaves no run or template behind.
-    """
-    if client is not None:
-        client.config.require_server()
-        return client.config.resolve_model(model)
-    config = LLMConfig.from_settings()
-    config.require_server()
-    return config.resolve_model(model)
-
-
 @dataclass
 class _Job:
     instance: Instance
@@ -170,7 +156,7 @@ def generate_references(
     ``on_requests(n)`` is told how many requests are about to be sent, ``progress(result)`` is
     called per finished request. Raises ``LLMNotConfigured`` (nothing written) without a server.
     """
-    model_name = check_llm_configured(model, client)
+    model_name = configured_model(model, client)
     instances = instances_awaiting_reference() if instances is None else list(instances)
     report = ReferenceReport(requested=len(instances))
     ready: list[tuple[Instance, list[str]]] = []

@@ -23,8 +23,7 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from llm.client import LLMClient, LLMResult, chat_request, run_batch
-from llm.config import LLMConfig
+from llm.client import LLMClient, LLMResult, chat_request, configured_model, run_batch
 from llm.models import LLMRun
 from llm.services import create_run, ensure_template, render_template
 
@@ -195,13 +194,6 @@ def images_for_generation(*, categories: Sequence[str] = (), image_ids: Sequence
     return list(queryset.order_by("pk"))
 
 
-def _check_configured(model: str | None) -> str:
-    # Before anything is written (templates, the run): a missing server or model is a setup problem.
-    config = LLMConfig.from_settings()
-    config.require_server()
-    return config.resolve_model(model)
-
-
 def generate_review_sets(
     *,
     images: Iterable[Image],
@@ -224,7 +216,7 @@ def generate_review_sets(
     unknown = [language for language in languages if language not in TEMPLATE_NAMES]
     if unknown:
         raise ValueError(f"no review prompt for language(s): {', '.join(unknown)}")
-    model_name = _check_configured(model) if client is None else client.config.resolve_model(model)
+    model_name = configured_model(model, client)
     images = list(images)
     report = GenerationReport(requested=len(images) * len(languages))
     already = set(

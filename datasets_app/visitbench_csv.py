@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
-from .file_errors import InputFileError
+from .file_errors import InputFileError, parse_csv_file
 
 SINGLE_IMAGE_COLUMNS = [
     "image_url",
@@ -100,18 +100,7 @@ def detect_schema(path: str, header: list[str]) -> str:
 
 def read_visitbench_csv(path: str | Path) -> tuple[str, list[VisitBenchRow]]:
     """Parse a whole file; raises :class:`VisitBenchFormatError` on the first problem."""
-    path = str(path)
-    try:
-        handle = open(path, newline="", encoding="utf-8-sig")
-    except OSError as exc:
-        raise VisitBenchFormatError(path, f"cannot open file: {exc.strerror}") from exc
-    with handle:
-        try:
-            return _read(path, handle)
-        except UnicodeDecodeError as exc:
-            raise VisitBenchFormatError(path, f"not UTF-8 text ({exc.reason})") from exc
-        except csv.Error as exc:
-            raise VisitBenchFormatError(path, f"malformed CSV: {exc}") from exc
+    return parse_csv_file(str(path), _read, VisitBenchFormatError)
 
 
 def _read(path: str, handle: IO[str]) -> tuple[str, list[VisitBenchRow]]:

@@ -758,3 +758,13 @@ def completion(
     """One legacy completions call; ``echo=True, logprobs=k, max_tokens=0`` scores the prompt."""
     request = completion_request(prompt, model=model, echo=echo, logprobs=logprobs, purpose=purpose, **params)
     return (client or LLMClient()).run_batch([request], run=run)[0]
+
+
+def configured_model(model: str | None = None, client: LLMClient | None = None) -> str:
+    """The model that will answer; raises ``LLMNotConfigured`` naming the settings to set.
+
+    Pipeline steps call it before writing anything, so a missing server leaves nothing behind.
+    """
+    config = client.config if client is not None else LLMConfig.from_settings()
+    config.require_server()
+    return config.resolve_model(model)
