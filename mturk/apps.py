@@ -3,4 +3,4 @@ from django.apps import AppConfig
 
 class MturkConfig(AppConfig):
     name = "mturk"
-    verbose_name = "Crowd providers"
+    verbose_name = "Amazon Mechanical Turk"
