@@ -25,7 +25,7 @@ from django.db import transaction
 
 from llm.client import LLMClient, LLMResult, chat_request, configured_model, run_batch
 from llm.models import LLMRun
-from llm.services import create_run, ensure_template, render_template
+from llm.services import create_run, ensure_template, reject_answers, render_template
 
 from .models import Image, Language, Review, ReviewSet, Source
 
@@ -174,6 +174,7 @@ class _Job:
     answer: str = ""
     problem: str = ""
     reviews: dict[int, str] | None = None
+    call_ids: list[int] = field(default_factory=list)  # answers received, to reject if unusable
 
 
 def images_for_generation(*, categories: Sequence[str] = (), image_ids: Sequence[int] = ()) -> list[Image]:
@@ -266,6 +267,9 @@ def generate_review_sets(
     if retry:
         _ask(retry, run=run, client=client, on_requests=on_requests, progress=progress)
 
+    unusable = [job for job in jobs if job.reviews is None]
+    # Unusable answers leave the response cache, so a re-run asks the model again.
+    reject_answers(call_ids=[i for job in unusable for i in job.call_ids], reason="unusable review answer")
     for job in jobs:
         if job.reviews is None:
             report.failures.append(GenerationFailure(job.image.pk, job.language, job.problem))
@@ -289,6 +293,7 @@ def _ask(jobs: list[_Job], *, run, client, on_requests, progress) -> None:
             job.answer, job.problem = "", f"the request failed ({result.status}): {result.error}"
             continue
         job.answer = result.text or ""
+        job.call_ids.append(result.call_id)
         try:
             job.reviews = parse_review_answer(job.answer)
             job.problem = ""

@@ -111,6 +111,9 @@ class LLMCall(models.Model):
     class Status(models.TextChoices):
         OK = "ok", "ok"
         FAILED = "failed", "failed"
+        # A well-formed answer the caller could not use (e.g. not the requested format): kept for
+        # the record, never served from the cache, so a re-run asks again.
+        REJECTED = "rejected", "rejected"
 
     run = models.ForeignKey(LLMRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="calls")
     # SHA-256 of the canonical request (endpoint, model, messages with images, every parameter).

@@ -1,12 +1,13 @@
-"""Writes: prompt template versions and runs."""
+"""Writes: prompt template versions, runs, and rejected answers."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 
 from .calls import RenderedPrompt
-from .models import LLMRun, PromptTemplate
+from .models import LLMCall, LLMRun, PromptTemplate
 
 
 @transaction.atomic
@@ -54,3 +55,12 @@ def create_run(*, name: str, budget_usd: Decimal | float | str | None = None, pu
     run.full_clean()
     run.save()
     return run
+
+
+def reject_answers(*, call_ids: Iterable[int | None], reason: str) -> int:
+    """Mark stored answers as unusable: they stay on record but leave the response cache, so the
+    same request is sent again next time. Returns how many calls were marked."""
+    ids = [call_id for call_id in call_ids if call_id is not None]
+    return LLMCall.objects.filter(pk__in=ids, status=LLMCall.Status.OK).update(
+        status=LLMCall.Status.REJECTED, error=reason[:2000]
+    )

@@ -15,11 +15,11 @@ import random
 import re
 import string
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from llm.client import LLMClient, LLMResult, chat_request, run_batch
 from llm.models import LLMRun
-from llm.services import ensure_template, render_template
+from llm.services import ensure_template, reject_answers, render_template
 
 from .base import ReviewItem, Unscored, scores_frame
 
@@ -112,6 +112,7 @@ class _Question:
     answer: str = ""
     problem: str = ""
     ranking: list[str] | None = None
+    call_ids: list[int] = field(default_factory=list)  # answers received, to reject if unusable
 
 
 class ChatRankingRanker:
@@ -183,6 +184,9 @@ class ChatRankingRanker:
             )
         if retry:
             self._ask(retry)
+        # Unusable answers leave the response cache, so a re-run asks the model again.
+        reject_answers(call_ids=[i for q in questions if q.ranking is None for i in q.call_ids],
+                       reason="unusable ranking answer")
         rows, self.unscored = [], []
         for question in questions:
             item = question.item
@@ -207,6 +211,7 @@ class ChatRankingRanker:
                 question.answer, question.problem = "", f"the request failed ({result.status}): {result.error}"
                 continue
             question.answer = result.text or ""
+            question.call_ids.append(result.call_id)
             try:
                 question.ranking = parse_permutation(question.answer, [label for label, _ in question.order])
                 question.problem = ""

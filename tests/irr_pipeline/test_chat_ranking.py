@@ -134,3 +134,10 @@ def test_still_unreadable_leaves_the_item_unscored(llm_settings, fake_server):
     assert [(u.item_id, u.reason) for u in ranker.unscored] == [
         ("11", "no ordering of all of A, B, C, D, E (each once) was found")]
     assert len(fake_server.completion_requests) == 3  # two for the English item, one for the Japanese
+    # The English item's two unusable answers left the cache; the Japanese one stays cached.
+    from llm.models import LLMCall
+
+    assert sorted(LLMCall.objects.values_list("status", flat=True)) == ["ok", "rejected", "rejected"]
+    fake_server.reset()
+    ChatRankingRanker().score_items(ITEMS)
+    assert len(fake_server.completion_requests) == 2  # the English item is asked again (and retried)

@@ -137,14 +137,17 @@ def test_still_invalid_after_the_follow_up_is_reported_and_nothing_is_stored(llm
     assert ReviewSet.objects.count() == 0
     assert "0 review sets created" in printed and "1 failed" in printed
     assert f"image {stored.pk} (en): no review set stored: expected 5 reviews, got 4" in errors
-    # Re-running gets the same (cached) answers back at no cost; a new seed asks afresh.
+    # The unusable answers left the cache (kept on record as rejected): a re-run asks again.
+    assert set(LLMCall.objects.values_list("status", flat=True)) == {"rejected"}
     fake_server.responder = by_language
     fake_server.reset()
     printed, _ = run("--image-ids", stored.pk, "--language", "en")
-    assert fake_server.completion_requests == [] and "1 failed" in printed
-    run("--image-ids", stored.pk, "--language", "en", "--seed", 1)
-    assert [r.body["seed"] for r in fake_server.completion_requests] == [1]
+    assert len(fake_server.completion_requests) == 1 and "1 review sets created" in printed
     assert ReviewSet.objects.count() == 1
+    # A usable answer stays cached: nothing is asked twice.
+    fake_server.reset()
+    run("--image-ids", stored.pk, "--language", "en")
+    assert fake_server.completion_requests == []
 
 
 def test_a_failed_request_is_a_failure_not_a_crash(llm_settings, fake_server, images):
