@@ -3,12 +3,13 @@ import json
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation import services
 from annotation.models import Assignment
-from datasets_app.models import Caption, Verification
+from datasets_app.models import Caption, Image, Instance, Verification
 
 from .factories import (
     make_candidate,
@@ -18,6 +19,7 @@ from .factories import (
     make_review_set,
     make_round,
     make_worker_user,
+    png_bytes,
 )
 
 pytestmark = pytest.mark.django_db
@@ -136,6 +138,89 @@ def test_form_encoded_submissions_work_like_the_page_sends_them():
     response = submit(client, assignment_id, {"captions": ["one", "two"]}, fmt="multipart")
     assert response.status_code == 201, response.content
     assert list(Caption.objects.filter(instance=instance).order_by("position").values_list("text", flat=True)) == ["one", "two"]
+
+
+# --- instruction generation with several images (multipart, as the page sends it) -------------------
+
+IMAGE_FIELDS = {"license": "CC-BY-4.0", "creator": "A. Photographer", "source_url": "https://openverse.org/image/1"}
+
+
+def multi_image_task(client):
+    round = make_round(task_type="instruction_generation", targets=[make_family(multi=True)])
+    body = next_task(client, round).json()
+    assert (body["assignment"]["task"]["min_images"], body["assignment"]["task"]["max_images"]) == (2, 10)
+    return body["assignment"]["id"]
+
+
+def rows(*entries):
+    """Multipart fields for image rows: each entry is a URL, or bytes uploaded as images-<n>-file."""
+    data = {}
+    for index, entry in enumerate(entries):
+        data.update({f"images-{index}-{name}": value for name, value in IMAGE_FIELDS.items()})
+        if isinstance(entry, bytes):
+            data[f"images-{index}-url"] = ""
+            data[f"images-{index}-file"] = SimpleUploadedFile(f"image{index}.png", entry, content_type="image/png")
+        else:
+            data[f"images-{index}-url"] = entry
+    return data
+
+
+def test_multi_image_submission_with_two_uploads():
+    client = client_for(make_worker_user())
+    assignment_id = multi_image_task(client)
+    data = {"instruction": "What changed?", **rows(png_bytes("blue", size=(21, 11)), png_bytes("red", size=(22, 12)))}
+    response = submit(client, assignment_id, data, fmt="multipart")
+    assert response.status_code == 201, response.content
+    instance = Instance.objects.get(pk=response.json()["result"]["instance_id"])
+    assert [(image.width, image.height) for image in instance.ordered_images()] == [(21, 11), (22, 12)]
+    again = {"instruction": "What changed?", **rows(png_bytes("blue", size=(21, 11)), png_bytes("red", size=(22, 12)))}
+    repeat = submit(client, assignment_id, again, fmt="multipart")
+    assert repeat.status_code == 200 and repeat.json()["stored"] is False
+    assert Instance.objects.count() == 1
+
+
+def test_multi_image_submission_mixing_a_url_and_an_upload():
+    client = client_for(make_worker_user())
+    assignment_id = multi_image_task(client)
+    data = {"instruction": "Before or after?", **rows("https://x.org/before.jpg", png_bytes("green", size=(23, 13)))}
+    response = submit(client, assignment_id, data, fmt="multipart")
+    assert response.status_code == 201, response.content
+    first, second = Instance.objects.get(pk=response.json()["result"]["instance_id"]).ordered_images()
+    assert first.url == "https://x.org/before.jpg"
+    assert (second.url, second.width) == ("", 23)
+
+
+@pytest.mark.parametrize(
+    "entries, message",
+    [
+        (("https://x.org/only.jpg",), "This family needs at least 2 images; the submission has 1."),
+        (("https://x.org/a.jpg", b"not an image at all"), "Image 2: The image was refused"),
+    ],
+)
+def test_multi_image_submission_refused_with_400_and_nothing_stored(entries, message):
+    client = client_for(make_worker_user())
+    assignment_id = multi_image_task(client)
+    before = (Instance.objects.count(), Image.objects.count())
+    response = submit(client, assignment_id, {"instruction": "Q?", **rows(*entries)}, fmt="multipart")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith(message)
+    assert (Instance.objects.count(), Image.objects.count()) == before
+    assert Assignment.objects.get(pk=assignment_id).payload is None
+
+
+def test_multi_image_page_has_the_image_row_template(client):
+    round = make_round(task_type="instruction_generation", targets=[make_family(multi=True)])
+    client.force_login(make_worker_user())
+    page = client.get(reverse("annotation:round", args=[round.pk])).content.decode()
+    assert 'id="image-rows"' in page and 'data-min-images="2"' in page and 'data-max-images="10"' in page
+    assert 'name="images-__prefix__-file"' in page and 'name="image_file"' not in page
+
+
+def test_multi_image_page_in_japanese(client):
+    round = make_round(task_type="instruction_generation", targets=[make_family(multi=True)], language="ja")
+    client.force_login(make_worker_user())
+    page = client.get(reverse("annotation:round", args=[round.pk])).content.decode()
+    assert "画像を追加" in page and 'data-label="画像 __number__ を削除"' in page
 
 
 def test_return_gives_the_task_back():

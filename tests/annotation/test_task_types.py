@@ -55,7 +55,7 @@ def test_instruction_generation_with_an_uploaded_image_creates_a_crowd_instance(
     assert instance.created_by == worker.user
     [image] = instance.ordered_images()
     assert (image.license, image.creator, image.width, image.height) == ("CC-BY-4.0", "A. Photographer", 64, 48)
-    assert outcome.assignment.payload["image_format"] == "PNG"
+    assert outcome.assignment.payload["images"][0]["image_format"] == "PNG"
     assert "_image_content" not in outcome.assignment.payload
 
 
@@ -101,6 +101,117 @@ def test_instruction_generation_refuses_an_existing_instance():
         submit(second, b, data)
     b.refresh_from_db()
     assert b.status == Assignment.Status.ASSIGNED
+
+
+def image_row(index, **fields):
+    """The indexed fields of image ``index`` (images-<index>-…), license, creator and source URL included."""
+    values = {**IMAGE_FIELDS, **fields}
+    return {f"images-{index}-{name}": value for name, value in values.items()}
+
+
+def image_upload(index, content, name="photo.png"):
+    return {f"images-{index}-file": SimpleUploadedFile(name, content, content_type="image/png")}
+
+
+def test_multi_image_family_takes_two_uploads_in_order_and_a_repeat_is_stored_once():
+    family = make_family(multi=True)
+    round = make_round(task_type="instruction_generation", targets=[family])
+    worker, assignment = take(round)
+    data = {"instruction": "What changed between the two pictures?",
+            **image_row(0, creator="Before Photographer"), **image_row(1, license="CC0-1.0")}
+    before, after = png_bytes("blue", size=(30, 20)), png_bytes("green", size=(50, 40))
+
+    def files():
+        return {**image_upload(0, before), **image_upload(1, after)}
+
+    outcome = submit(worker, assignment, data, files())
+    assert outcome.created
+    instance = Instance.objects.get(pk=outcome.assignment.result["instance_id"])
+    first, second = instance.ordered_images()
+    assert (first.width, first.height, first.creator, first.license) == (30, 20, "Before Photographer", "CC-BY-4.0")
+    assert (second.width, second.height, second.license) == (50, 40, "CC0-1.0")
+    assert outcome.assignment.result["image_ids"] == [first.pk, second.pk]
+    assert [entry["image_width"] for entry in outcome.assignment.payload["images"]] == [30, 50]
+    assert not any(key.startswith("_") for key in outcome.assignment.payload)
+
+    repeat = submit(worker, assignment, data, files())
+    assert not repeat.created
+    assert (Instance.objects.count(), instance.images.count()) == (1, 2)
+    swapped = {**image_upload(0, after), **image_upload(1, before)}
+    with pytest.raises(services.ConflictingResubmission):
+        submit(worker, assignment, data, swapped)
+
+
+def test_multi_image_family_mixes_an_image_url_and_an_upload():
+    family = make_family(multi=True)
+    round = make_round(task_type="instruction_generation", targets=[family])
+    worker, assignment = take(round)
+    data = {"instruction": "Compare them.", **image_row(0, url="https://x.org/before.jpg"), **image_row(1, url="")}
+    outcome = submit(worker, assignment, data, image_upload(1, png_bytes("red", size=(33, 22))))
+    instance = Instance.objects.get(pk=outcome.assignment.result["instance_id"])
+    first, second = instance.ordered_images()
+    assert first.url == "https://x.org/before.jpg" and not first.file
+    assert (second.url, second.width, second.height) == ("", 33, 22)
+
+
+def test_image_rows_are_ordered_by_their_index_not_by_field_order():
+    round = make_round(task_type="instruction_generation", targets=[make_family(multi=True)])
+    worker, assignment = take(round)
+    data = {"instruction": "Order?", **image_row(7, url="https://x.org/later.jpg"), **image_row(3, url="https://x.org/earlier.jpg")}
+    outcome = submit(worker, assignment, data)
+    instance = Instance.objects.get(pk=outcome.assignment.result["instance_id"])
+    assert [image.url for image in instance.ordered_images()] == ["https://x.org/earlier.jpg", "https://x.org/later.jpg"]
+
+
+def too_many_rows():
+    rows = {}
+    for index in range(11):
+        rows.update(image_row(index, url=f"https://x.org/{index}.jpg"))
+    return rows
+
+
+@pytest.mark.parametrize(
+    "multi, data, uploads, message",
+    [
+        (True, {**image_row(0, url="https://x.org/a.jpg")}, {}, "needs at least 2 images; the submission has 1"),
+        (True, {"image_url": "https://x.org/a.jpg", **IMAGE_FIELDS}, {}, "needs at least 2 images; the submission has 1"),
+        (True, dict(IMAGE_FIELDS), {}, "needs at least 2 images; the submission has 0"),
+        (True, too_many_rows(), {}, "At most 10 images"),
+        (False, {**image_row(0, url="https://x.org/a.jpg"), **image_row(1, url="https://x.org/b.jpg")}, {},
+         "takes exactly one image; the submission has 2"),
+        (True, {**image_row(0, url="https://x.org/a.jpg"), **image_row(1, url="https://x.org/b.jpg", license="All rights reserved")},
+         {}, "^Image 2: The license All rights reserved is not accepted"),
+        (True, {**image_row(0, url="https://x.org/a.jpg"), **image_row(1, url="")}, {}, "^Image 2: Upload an image file or give an image URL"),
+        (True, {**image_row(0, url="https://x.org/a.jpg"), **image_row(1, url="https://x.org/b.jpg", creator=" ")}, {},
+         "^Image 2: The creator is empty"),
+        (True, {**image_row(0, url="https://x.org/a.jpg"), **image_row(1, url="https://x.org/b.jpg")},
+         {"image_file": SimpleUploadedFile("x.png", png_bytes())}, "not both"),
+    ],
+)
+def test_image_lists_are_refused_with_the_problem_named(multi, data, uploads, message):
+    round = make_round(task_type="instruction_generation", targets=[make_family(multi=multi)])
+    worker, assignment = take(round)
+    before = (Instance.objects.count(), Image.objects.count())
+    with pytest.raises(services.InvalidSubmission, match=message):
+        submit(worker, assignment, {"instruction": "Q?", **data}, uploads)
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.ASSIGNED and assignment.payload is None
+    assert (Instance.objects.count(), Image.objects.count()) == before
+
+
+def test_a_bad_file_in_image_2_is_named_and_nothing_is_stored(media_in_tmp):
+    round = make_round(task_type="instruction_generation", targets=[make_family(multi=True)])
+    worker, assignment = take(round)
+    data = {"instruction": "Before and after?", **image_row(0), **image_row(1), **image_row(2)}
+    files = {**image_upload(0, png_bytes("blue")), **image_upload(1, b"GIF89a not really"),
+             **image_upload(2, png_bytes("green"))}
+    images_before = Image.objects.count()
+    with pytest.raises(services.InvalidSubmission, match="^Image 2: The image was refused: .*not a readable image"):
+        submit(worker, assignment, data, files)
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.ASSIGNED and assignment.payload is None
+    assert not Instance.objects.exists() and Image.objects.count() == images_before
+    assert not any(path.is_file() for path in media_in_tmp.rglob("*"))
 
 
 # --- caption ------------------------------------------------------------------------------------------

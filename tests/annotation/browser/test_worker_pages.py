@@ -78,6 +78,74 @@ def test_instruction_generation_with_an_uploaded_image(page, tmp_path):
     assert page.js_errors == []
 
 
+def fill_image_row(row, *, license, creator, source_url, file=None, url=None):
+    if file is not None:
+        row.get_by_label("Upload an image file").set_input_files(str(file))
+    if url is not None:
+        row.get_by_label("Web address (URL) of the image").fill(url)
+    row.get_by_label("License of the image").select_option(license)
+    row.get_by_label("Creator of the image").fill(creator)
+    row.get_by_label("Page where you found the image").fill(source_url)
+
+
+def test_instruction_generation_with_several_images_added_and_removed(page, tmp_path):
+    family = make_family(name="Before and after", multi=True, stored_images=True)
+    round = make_round(task_type="instruction_generation", targets=[family])
+    user = make_worker_user()
+    open_round(page, round, user.username)
+    rows = page.locator("#image-rows > fieldset")
+    assert rows.count() == 2
+    remove_first = page.get_by_role("button", name="Remove image 1")
+    assert remove_first.is_disabled()  # two images are the fewest for this family
+    before_file = tmp_path / "before.png"
+    before_file.write_bytes(png_bytes("blue", size=(90, 70)))
+
+    page.get_by_label("Your new instruction").fill("What was added to the room?")
+    fill_image_row(page.get_by_role("group", name="Image 1"), file=before_file, license="CC-BY-4.0",
+                   creator="First Photographer", source_url="https://openverse.org/image/before")
+    page.get_by_role("button", name="Add another image").click()
+    assert rows.count() == 3 and not remove_first.is_disabled()
+    fill_image_row(page.get_by_role("group", name="Image 3"), url="https://images.example.org/after.jpg",
+                   license="CC0-1.0", creator="Second <b>Photographer</b>", source_url="https://openverse.org/image/after")
+    # The empty second row goes; the third becomes image 2 and is submitted as images-1-….
+    page.get_by_role("button", name="Remove image 2").click()
+    assert rows.count() == 2
+    assert page.get_by_role("group", name="Image 2").get_by_label("Web address (URL) of the image").input_value() == (
+        "https://images.example.org/after.jpg"
+    )
+    assert page.locator("#images-1-url").input_value() == "https://images.example.org/after.jpg"
+    assert page.locator("#images-2-url").count() == 0
+    assert page.get_by_role("button", name="Remove image 1").is_disabled()
+
+    page.get_by_role("button", name="Submit").click()
+    wait_until_stored(page)
+
+    instance = Instance.objects.get(instruction="What was added to the room?")
+    assert (instance.source, instance.status, instance.created_by) == (
+        Source.CROWD, Instance.Status.AWAITING_CAPTION, user,
+    )
+    first, second = instance.ordered_images()
+    assert (first.width, first.height, first.license, first.creator) == (90, 70, "CC-BY-4.0", "First Photographer")
+    assert (second.url, second.license, second.creator) == (
+        "https://images.example.org/after.jpg", "CC0-1.0", "Second <b>Photographer</b>",
+    )
+    assert page.js_errors == []
+
+
+def test_a_multi_image_refusal_names_the_image(page):
+    round = make_round(task_type="instruction_generation", targets=[make_family(multi=True, stored_images=True)])
+    open_round(page, round, make_worker_user().username)
+    page.get_by_label("Your new instruction").fill("Which is newer?")
+    fill_image_row(page.get_by_role("group", name="Image 1"), url="https://images.example.org/a.jpg",
+                   license="CC-BY-4.0", creator="Someone", source_url="https://openverse.org/image/a")
+    fill_image_row(page.get_by_role("group", name="Image 2"), license="CC-BY-4.0", creator="Someone",
+                   source_url="https://openverse.org/image/b")
+    page.get_by_role("button", name="Submit").click()
+    page.wait_for_function("document.getElementById('task-status').textContent.startsWith('Image 2:')")
+    assert not Instance.objects.filter(instruction="Which is newer?").exists()
+    assert page.js_errors == []
+
+
 def test_caption_task_shows_a_hostile_instruction_inert_and_stores_one_caption_per_image(page):
     instance = make_instance(instruction=XSS_INSTRUCTION, images=2, captions=False, stored_images=True)
     round = make_round(task_type="caption", targets=[instance])
