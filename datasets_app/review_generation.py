@@ -23,9 +23,10 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from llm.client import LLMClient, LLMResult, chat_request, configured_model, run_batch
+from llm.client import LLMClient, LLMResult, chat_request, configured_model
 from llm.models import LLMRun
-from llm.services import create_run, ensure_template, reject_answers, render_template
+from llm.services import create_run, ensure_template, render_template
+from llm.structured import ask_for_parsed_answers
 
 from .models import Image, Language, Review, ReviewSet, Source
 
@@ -171,10 +172,7 @@ class _Job:
     language: str
     prompt: object  # RenderedPrompt
     request: object  # LLMRequest
-    answer: str = ""
-    problem: str = ""
     reviews: dict[int, str] | None = None
-    call_ids: list[int] = field(default_factory=list)  # answers received, to reject if unusable
 
 
 def images_for_generation(*, categories: Sequence[str] = (), image_ids: Sequence[int] = ()) -> list[Image]:
@@ -250,55 +248,24 @@ def generate_review_sets(
             continue
         jobs.append(_Job(image=image, language=language, prompt=prompt, request=request))
 
-    if jobs:
-        _ask(jobs, run=run, client=client, on_requests=on_requests, progress=progress)
-    retry = [job for job in jobs if job.reviews is None and job.answer]
-    for job in retry:
-        # The same conversation plus a corrective turn: a new request body, so no cache hit.
-        messages = [
-            *job.request.messages,
-            {"role": "assistant", "content": job.answer},
-            {"role": "user", "content": CORRECTIONS[job.language].replace("{problem}", job.problem)},
-        ]
-        job.request = chat_request(
-            messages=messages, model=model, purpose=PURPOSE, max_tokens=MAX_TOKENS, **sampling,
-        )
-    report.retried = len(retry)
-    if retry:
-        _ask(retry, run=run, client=client, on_requests=on_requests, progress=progress)
-
-    unusable = [job for job in jobs if job.reviews is None]
-    # Unusable answers leave the response cache, so a re-run asks the model again.
-    reject_answers(call_ids=[i for job in unusable for i in job.call_ids], reason="unusable review answer")
-    for job in jobs:
-        if job.reviews is None:
-            report.failures.append(GenerationFailure(job.image.pk, job.language, job.problem))
+    answers, report.retried = ask_for_parsed_answers(
+        [job.request for job in jobs],
+        parse=lambda index, text: parse_review_answer(text),
+        correction=lambda index, problem: CORRECTIONS[jobs[index].language].replace("{problem}", problem),
+        reject_reason="unusable review answer",
+        run=run, client=client, progress=progress, on_requests=on_requests,
+    )
+    for job, answer in zip(jobs, answers):
+        if answer.value is None:
+            report.failures.append(GenerationFailure(job.image.pk, job.language, answer.problem))
             continue
+        job.reviews = answer.value
         review_set = _store(job, model_name=model_name)
         report.review_set_ids.append(review_set.pk)
         report.created += 1
     run.refresh_from_db(fields=["spent_usd"])
     report.spent_usd = run.spent_usd
     return report
-
-
-def _ask(jobs: list[_Job], *, run, client, on_requests, progress) -> None:
-    if on_requests is not None:
-        on_requests(len(jobs))
-    results = run_batch([job.request for job in jobs], run=run, progress=progress, client=client)
-    for job, result in zip(jobs, results):
-        if not result.ok:
-            # A transport failure or a refused request is not retried here: the LLM layer already
-            # retried it, and a re-run of the command asks again.
-            job.answer, job.problem = "", f"the request failed ({result.status}): {result.error}"
-            continue
-        job.answer = result.text or ""
-        job.call_ids.append(result.call_id)
-        try:
-            job.reviews = parse_review_answer(job.answer)
-            job.problem = ""
-        except ReviewAnswerError as exc:
-            job.problem = str(exc)
 
 
 @transaction.atomic

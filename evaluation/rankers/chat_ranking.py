@@ -15,11 +15,12 @@ import random
 import re
 import string
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from llm.client import LLMClient, LLMResult, chat_request, run_batch
+from llm.client import LLMClient, LLMResult, chat_request
 from llm.models import LLMRun
-from llm.services import ensure_template, reject_answers, render_template
+from llm.services import ensure_template, render_template
+from llm.structured import ask_for_parsed_answers
 
 from .base import ReviewItem, Unscored, scores_frame
 
@@ -109,10 +110,12 @@ class _Question:
     item: ReviewItem
     order: list[tuple[str, str]]  # (label, review_id) as shown
     request: object
-    answer: str = ""
     problem: str = ""
     ranking: list[str] | None = None
-    call_ids: list[int] = field(default_factory=list)  # answers received, to reject if unusable
+
+    @property
+    def labels(self) -> list[str]:
+        return [label for label, _ in self.order]
 
 
 class ChatRankingRanker:
@@ -171,22 +174,17 @@ class ChatRankingRanker:
             f"{name}@{version}" for language, (name, version) in versions.items()
             if any(item.language == language for item in items)
         )
-        self._ask(questions)
-        retry = [q for q in questions if q.ranking is None and q.answer]
-        for question in retry:
-            labels = [label for label, _ in question.order]
-            correction = (CORRECTIONS[question.item.language].replace("{problem}", question.problem)
-                          .replace("{labels}", ", ".join(labels)).replace("{example}", " > ".join(labels)))
-            question.request = chat_request(
-                messages=[*question.request.messages, {"role": "assistant", "content": question.answer},
-                          {"role": "user", "content": correction}],
-                model=self.model, purpose=PURPOSE, max_tokens=MAX_TOKENS, temperature=0,
-            )
-        if retry:
-            self._ask(retry)
-        # Unusable answers leave the response cache, so a re-run asks the model again.
-        reject_answers(call_ids=[i for q in questions if q.ranking is None for i in q.call_ids],
-                       reason="unusable ranking answer")
+        answers, _retried = ask_for_parsed_answers(
+            [question.request for question in questions],
+            parse=lambda index, text: parse_permutation(text, questions[index].labels),
+            correction=lambda index, problem: self._correction(questions[index], problem),
+            reject_reason="unusable ranking answer",
+            run=self.run, client=self.client, progress=self.progress, on_requests=self.on_requests,
+        )
+        for question, answer in zip(questions, answers):
+            question.ranking, question.problem = answer.value, answer.problem
+            if not self.model_name and answer.model:
+                self.model_name = answer.model
         rows, self.unscored = [], []
         for question in questions:
             item = question.item
@@ -199,21 +197,8 @@ class ChatRankingRanker:
                         for review_id, _ in item.reviews)
         return scores_frame(self.model_name, rows)
 
-    def _ask(self, questions: list[_Question]) -> None:
-        if self.on_requests is not None:
-            self.on_requests(len(questions))
-        results = run_batch([q.request for q in questions], run=self.run, progress=self.progress,
-                            client=self.client)
-        for question, result in zip(questions, results):
-            if not self.model_name and result.model:
-                self.model_name = result.model
-            if not result.ok:
-                question.answer, question.problem = "", f"the request failed ({result.status}): {result.error}"
-                continue
-            question.answer = result.text or ""
-            question.call_ids.append(result.call_id)
-            try:
-                question.ranking = parse_permutation(question.answer, [label for label, _ in question.order])
-                question.problem = ""
-            except RankingAnswerError as error:
-                question.problem = str(error)
+    @staticmethod
+    def _correction(question: _Question, problem: str) -> str:
+        labels = question.labels
+        return (CORRECTIONS[question.item.language].replace("{problem}", problem)
+                .replace("{labels}", ", ".join(labels)).replace("{example}", " > ".join(labels)))
