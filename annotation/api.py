@@ -1,4 +1,5 @@
-"""REST endpoints of the worker pages: next task, submit, give back. Thin: the services decide."""
+"""REST endpoints of the worker pages: next task, submit, give back. Thin: the services decide, and
+refusals reach HTTP through the one exception handler (``crowdbench.api_errors``)."""
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
@@ -39,10 +40,6 @@ class AssignmentSerializer(serializers.ModelSerializer):
         return reverse("annotation-api:submit", args=[assignment.pk])
 
 
-def error_response(error: services.CrowdWorkError) -> Response:
-    return Response({"detail": error.message}, status=error.status_code)
-
-
 class CrowdWorkAPIView(APIView):
     permission_classes = [IsAuthenticated, IsLocalWorker]
 
@@ -57,10 +54,7 @@ class NextTaskView(CrowdWorkAPIView):
         round = get_object_or_404(CollectionRound, pk=round_id)
         worker = self.worker(request)
         with translation.override(round.language):
-            try:
-                assignment = services.request_assignment(round=round, worker=worker)
-            except services.CrowdWorkError as error:
-                return error_response(error)
+            assignment = services.request_assignment(round=round, worker=worker)
             progress = selectors.worker_progress(round=round, worker=worker)
             if assignment is None:
                 return Response(
@@ -81,12 +75,9 @@ class SubmitView(CrowdWorkAPIView):
             or translation.get_language()
         )
         with translation.override(language):
-            try:
-                outcome = services.submit_assignment(
-                    assignment_id=assignment_id, worker=self.worker(request), data=request.data, files=request.FILES
-                )
-            except services.CrowdWorkError as error:
-                return error_response(error)
+            outcome = services.submit_assignment(
+                assignment_id=assignment_id, worker=self.worker(request), data=request.data, files=request.FILES
+            )
             assignment = outcome.assignment
             return Response(
                 {
@@ -106,8 +97,5 @@ class ReturnView(CrowdWorkAPIView):
     """POST: give an open task back without doing it."""
 
     def post(self, request, assignment_id: int):
-        try:
-            assignment = services.return_assignment(assignment_id=assignment_id, worker=self.worker(request))
-        except services.CrowdWorkError as error:
-            return error_response(error)
+        assignment = services.return_assignment(assignment_id=assignment_id, worker=self.worker(request))
         return Response({"assignment": assignment.pk, "status": assignment.status})

@@ -18,6 +18,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from crowdbench.errors import ServiceError
+
 from .models import Assignment, CollectionRound, Worker, WorkItem
 from .task_types import get_task_type
 
@@ -27,14 +29,10 @@ logger = logging.getLogger(__name__)
 CANDIDATE_BATCH = 200
 
 
-class CrowdWorkError(Exception):
+class CrowdWorkError(ServiceError):
     """A refused request, with the HTTP status and the worker-readable message to answer with."""
 
     status_code = 400
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 class InvalidSubmission(CrowdWorkError):

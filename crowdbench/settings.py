@@ -148,6 +148,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Service errors map to HTTP in one place, not in each view.
+    "EXCEPTION_HANDLER": "crowdbench.api_errors.exception_handler",
 }
 
 # Celery: eager (in-process) unless a broker is configured.

@@ -12,6 +12,8 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
+from crowdbench.errors import ServiceError
+
 if TYPE_CHECKING:
     from annotation.models import Assignment, CollectionRound, Worker
 
@@ -34,20 +36,28 @@ def deterministic_token(*, round: CollectionRound, purpose: str) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:64]
 
 
-class ProviderError(Exception):
+class ProviderError(ServiceError):
     """The provider refused or could not be reached; the message is safe to show (no secrets)."""
+
+    status_code = 502
 
 
 class ProviderRefused(ProviderError):
     """The provider answered no: the call did nothing and repeating it unchanged will not help."""
 
+    status_code = 409
+
 
 class InsufficientBalance(ProviderError):
-    pass
+    """The provider account's balance does not cover the cost."""
+
+    status_code = 402
 
 
 class OverBudget(ProviderError):
-    pass
+    """The cost would exceed the round's budget cap."""
+
+    status_code = 409
 
 
 @dataclass

@@ -8,14 +8,17 @@ from __future__ import annotations
 from django.core import signing
 
 from annotation.models import Assignment, Worker
+from crowdbench.errors import ServiceError
 
 SALT = "providers.task-token"
 # Beyond the assignment's own time limit, so a slow last click still saves.
 GRACE_SECONDS = 3600
 
 
-class InvalidTaskToken(Exception):
-    pass
+class InvalidTaskToken(ServiceError):
+    """This task page is no longer valid; reload it."""
+
+    status_code = 403
 
 
 def task_token(*, assignment: Assignment) -> str:
