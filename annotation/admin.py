@@ -1,4 +1,7 @@
-"""Researcher admin for rounds, items, assignments and workers; the actions call the services."""
+"""Researcher admin for rounds, items, assignments and workers; the actions call the services.
+
+Items are checked by their round's task type through ``WorkItem.clean``: a target that does not
+fit the round is a form error on that field, never a saved item."""
 from __future__ import annotations
 
 from django import forms
@@ -38,6 +41,10 @@ class WorkItemInline(admin.TabularInline):
     can_delete = False
     show_change_link = True
 
+    def has_add_permission(self, request, obj=None):
+        # Items are added on their own page, where the round's task type checks their targets.
+        return False
+
 
 @admin.register(CollectionRound)
 class CollectionRoundAdmin(admin.ModelAdmin):
@@ -68,7 +75,8 @@ class WorkItemAdmin(admin.ModelAdmin):
     list_display = ["__str__", "round", "is_gold", "completed_at"]
     list_filter = ["round__task_type", "is_gold", ("completed_at", admin.EmptyFieldListFilter)]
     raw_id_fields = ["round", "family", "instance", "candidate", "output_a", "output_b", "reference", "review_set"]
-    readonly_fields = ["completed_at", "aggregate_result"]
+    # Side names are derived from the targets by the pairwise type's check (WorkItem.clean), never typed.
+    readonly_fields = ["side_a_name", "side_b_name", "completed_at", "aggregate_result"]
 
 
 @admin.register(Assignment)

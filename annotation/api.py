@@ -34,7 +34,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
     def get_task(self, assignment) -> dict:
         # Plain texts and URLs: clients insert them as text, never as HTML.
-        return assignment.round.task_type_handler.context(assignment)
+        return self.context["task"] if "task" in self.context else services.task_view(assignment=assignment)
 
     def get_submit_url(self, assignment) -> str:
         return reverse("annotation-api:submit", args=[assignment.pk])
@@ -61,7 +61,10 @@ class NextTaskView(CrowdWorkAPIView):
                     {"assignment": None, "progress": progress,
                      "detail": str(translation.gettext("There are no more tasks for you in this round."))}
                 )
-            return Response({"assignment": AssignmentSerializer(assignment).data, "progress": progress})
+            # Built before serialising: an item that cannot be shown is refused (and given back) here.
+            task = services.task_view(assignment=assignment)
+            return Response({"assignment": AssignmentSerializer(assignment, context={"task": task}).data,
+                             "progress": progress})
 
 
 class SubmitView(CrowdWorkAPIView):

@@ -2,8 +2,8 @@
 
 A round asks ``workers_per_item`` distinct workers to do one task on each of its items. An item
 points at what is judged (a family, an instance, a reference candidate, two model outputs or an
-output and the accepted reference, a review set) through explicit nullable foreign keys; a check
-constraint allows only the five shapes. An assignment is one worker's attempt at one item.
+output and the accepted reference, a review set) through explicit nullable foreign keys; the
+round's task type says which of them its items use and checks them. An assignment is one worker's attempt at one item.
 """
 from __future__ import annotations
 
@@ -111,10 +111,6 @@ QUALIFICATION_RULES = {
 }
 
 
-# VisIT-Bench order: a round of the key type may name a follow-up round of the value type.
-FOLLOW_UP_TASK_TYPES = {"instruction_generation": "caption", "caption": "verification"}
-
-
 class CollectionRound(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", _("Draft")
@@ -177,11 +173,16 @@ class CollectionRound(models.Model):
     def clean(self) -> None:
         if self.follow_up_round_id is None:
             return
-        expected = FOLLOW_UP_TASK_TYPES.get(self.task_type)
+        # Each task type names the type of round it may feed (VisIT-Bench order).
+        from .task_types import REGISTRY
+
+        handler = REGISTRY.get(self.task_type)
+        expected = handler.follow_up_type if handler else None
         if expected is None or self.follow_up_round.task_type != expected:
+            chains = ", ".join(f"{key} → {t.follow_up_type}" for key, t in REGISTRY.items() if t.follow_up_type)
             raise ValidationError({"follow_up_round": _(
-                "Only instruction generation → caption and caption → verification rounds can be chained."
-            )})
+                "A %(type)s round cannot feed a %(next)s round; the rounds that can be chained: %(chains)s."
+            ) % {"type": self.task_type, "next": self.follow_up_round.task_type, "chains": chains}})
 
     @property
     def task_type_handler(self):
@@ -190,25 +191,16 @@ class CollectionRound(models.Model):
         return get_task_type(self.task_type)
 
 
-# The allowed target shapes of a work item, one per task type; every other target column is null.
-_TARGETS = ("family", "instance", "candidate", "output_a", "output_b", "reference", "review_set")
+# The columns a work item's targets may use; each task type names its own and checks them
+# (``TaskType.check_item``), so a new type reuses these columns instead of adding one.
+TARGET_COLUMNS = ("family", "instance", "candidate", "output_a", "output_b", "reference", "review_set")
 
 
-def _only(*present: str) -> Q:
+def _any_target() -> Q:
     condition = Q()
-    for name in _TARGETS:
-        condition &= Q(**{f"{name}__isnull": name not in present})
+    for name in TARGET_COLUMNS:
+        condition |= Q(**{f"{name}__isnull": False})
     return condition
-
-
-WORK_ITEM_SHAPES = (
-    _only("family")
-    | _only("instance")
-    | _only("candidate")
-    | _only("output_a", "output_b")
-    | _only("output_a", "reference")
-    | _only("review_set")
-)
 
 
 class WorkItem(models.Model):
@@ -251,7 +243,7 @@ class WorkItem(models.Model):
         ordering = ["round_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["round", "position"], name="work_item_position_per_round"),
-            models.CheckConstraint(condition=WORK_ITEM_SHAPES, name="work_item_has_one_target_shape"),
+            models.CheckConstraint(condition=_any_target(), name="work_item_has_a_target"),
             models.CheckConstraint(
                 condition=Q(output_b__isnull=True) | ~Q(output_a=models.F("output_b")),
                 name="work_item_pair_of_distinct_outputs",
@@ -267,6 +259,16 @@ class WorkItem(models.Model):
     def clean(self) -> None:
         if self.is_gold and not self.gold_answer:
             raise ValidationError({"gold_answer": "A gold item states its expected answer."})
+        if self.round_id is None:
+            return
+        from .task_types import REGISTRY
+
+        handler = REGISTRY.get(self.round.task_type)
+        if handler is None:
+            raise ValidationError({"round": _("The round's task type %(type)s is not known.")
+                                   % {"type": self.round.task_type}})
+        # The task type is the authority on which targets fit; it also fills the derived side names.
+        handler.check_item(self)
 
 
 class AssignmentQuerySet(models.QuerySet):

@@ -1,10 +1,10 @@
 """VisIT-Bench stage transitions between crowd rounds and the LLM.
 
 instruction generation → (new instance) → caption → (LLM reference candidate) → verification →
-verified or discarded. The crowd steps' own effects live in their task types; this module moves
-instances from one stage to the next: it feeds a round's follow-up round, routes generated
-candidates into verification items, and starts new rounds for discarded instances (re-caption,
-regenerate).
+verified or discarded. The crowd steps' own effects and their completion hooks live in their task
+types, which call the follow-up helpers here; this module routes generated candidates into
+verification items and starts new rounds for discarded instances (re-caption, regenerate). Status
+changes go through ``datasets_app.instance_status``.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
+from datasets_app import instance_status
 from datasets_app.models import Instance, ReferenceCandidate
 from datasets_app.reference_generation import (
     ReferenceReport,
@@ -25,11 +26,10 @@ from llm.client import LLMClient, LLMResult, configured_model
 
 from . import services
 from .models import Assignment, CollectionRound, WorkItem
+from .task_types import get_task_type
 
 logger = logging.getLogger(__name__)
 
-# Three workers per candidate by default: an odd panel, so a majority usually exists.
-VERIFICATION_WORKERS_PER_ITEM = 3
 # Settings a follow-up round copies from the round it follows (not the budget: tasks cost differently).
 INHERITED_SETTINGS = (
     "language", "reward_per_task", "currency", "target_hourly_wage", "time_limit_seconds",
@@ -38,34 +38,24 @@ INHERITED_SETTINGS = (
 USABLE = (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN)
 
 
-# --- after an item completes -------------------------------------------------------------------
+# --- follow-up stages, called by the task types' completion hooks --------------------------------
 
 
-def after_item_completed(*, item: WorkItem) -> None:
-    """Feed the round's follow-up round, if it names one. Runs inside the submitting transaction,
-    after the task type's aggregate; it never fails the worker's submission."""
+def usable_follow_up(item: WorkItem) -> CollectionRound | None:
+    """The follow-up round the item's round names, if it still takes items (a warning otherwise)."""
     round = item.round
     follow_up = round.follow_up_round
     if follow_up is None:
-        return
+        return None
     if follow_up.status not in USABLE:
         logger.warning("round %s: follow-up round %s is %s; item %s not routed",
                        round.pk, follow_up.pk, follow_up.status, item.pk)
-        return
-    if round.task_type == "instruction_generation":
-        try:
-            _caption_new_instances(item=item, caption_round=follow_up)
-        except services.InvalidTransition as error:  # closed between the check and the lock
-            logger.warning("round %s: follow-up round %s: %s", round.pk, follow_up.pk, error)
-    elif round.task_type == "caption":
-        if item.instance.status == Instance.Status.AWAITING_REFERENCE:
-            instance_id, round_id = item.instance_id, follow_up.pk
-            # After commit: the task (in a worker, or in-process without a broker) must see the
-            # captions, and a failing LLM call must not undo the worker's submission.
-            transaction.on_commit(lambda: _enqueue_reference_generation(instance_id, round_id), robust=True)
+        return None
+    return follow_up
 
 
-def _caption_new_instances(*, item: WorkItem, caption_round: CollectionRound) -> None:
+def caption_new_instances(*, item: WorkItem, caption_round: CollectionRound) -> None:
+    """The instances an instruction-generation item's submissions created become caption items."""
     results = (
         item.assignments.submitted()
         .exclude(review_status=Assignment.ReviewStatus.REJECTED)
@@ -76,11 +66,15 @@ def _caption_new_instances(*, item: WorkItem, caption_round: CollectionRound) ->
     already = set(WorkItem.objects.filter(round=caption_round, instance_id__in=instance_ids)
                   .values_list("instance_id", flat=True))
     instances = Instance.objects.filter(pk__in=[pk for pk in instance_ids if pk not in already]).order_by("pk")
-    if instances:
+    if not instances:
+        return
+    try:
         services.add_items(round=caption_round, targets=list(instances))
+    except services.InvalidTransition as error:  # closed between the check and the lock
+        logger.warning("round %s: follow-up round %s: %s", item.round_id, caption_round.pk, error)
 
 
-def _enqueue_reference_generation(instance_id: int, verification_round_id: int) -> None:
+def enqueue_reference_generation(instance_id: int, verification_round_id: int) -> None:
     from .tasks import generate_references_task
 
     generate_references_task.delay(instance_ids=[instance_id], verification_round_id=verification_round_id)
@@ -104,7 +98,7 @@ def create_follow_up_round(*, after: CollectionRound | None, task_type: str, nam
     """A new round of ``task_type`` with the settings of ``after`` (defaults without one)."""
     inherited = {field: getattr(after, field) for field in INHERITED_SETTINGS} if after else {}
     if workers_per_item is None:
-        workers_per_item = VERIFICATION_WORKERS_PER_ITEM if task_type == "verification" else 1
+        workers_per_item = get_task_type(task_type).default_workers_per_item
     stamp = timezone.now().strftime("%Y-%m-%d %H:%M")
     default_name = f"{task_type.replace('_', ' ').capitalize()} after {after.name}" if after else (
         f"{task_type.replace('_', ' ').capitalize()} {stamp}"
@@ -280,18 +274,11 @@ def recaption_discarded(
         round.full_clean()
         round.save(update_fields=changed)
     for instance in instances:
-        _reset(instance, Instance.Status.AWAITING_CAPTION)
+        instance_status.recaption(instance)
     services.add_items(round=round, targets=instances)
     if open:
         round = services.open_round(round=round)
     return RecaptionReport(round=round, instance_ids=[instance.pk for instance in instances])
-
-
-def _reset(instance: Instance, status: str) -> None:
-    instance.status = status
-    instance.discard_reason = Instance.DiscardReason.NONE
-    instance.full_clean()
-    instance.save(update_fields=["status", "discard_reason", "updated_at"])
 
 
 def regenerate_discarded(
@@ -317,7 +304,7 @@ def regenerate_discarded(
     with transaction.atomic():
         instances = discarded_instances(reasons=reasons, instance_ids=instance_ids)
         for instance in instances:
-            _reset(instance, Instance.Status.AWAITING_REFERENCE)
+            instance_status.regenerate(instance)
     report = generate_and_route_references(
         instances=instances, model=model, budget_usd=budget_usd, verification_round=verification_round,
         progress=progress, on_requests=on_requests, client=client,

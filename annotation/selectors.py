@@ -9,6 +9,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from .models import Assignment, CollectionRound, Worker
+from .task_types import task_types_yielding
 
 BATTLE_COLUMNS = [
     "round_id", "item_id", "assignment_id", "instance_id", "category", "model_a", "model_b",
@@ -32,35 +33,22 @@ def _judgments(*, task_type: str, round: CollectionRound | None):
     return assignments.order_by("submitted_at", "id")
 
 
+def _rows(*, kind: str, round: CollectionRound | None) -> list[dict]:
+    """The rows every task type that yields ``kind`` contributes, type by type in submission order."""
+    rows = []
+    for handler in task_types_yielding(kind):
+        for assignment in handler.judgment_queryset(_judgments(task_type=handler.key, round=round)):
+            rows.extend(handler.judgment_rows(assignment))
+    return rows
+
+
 def pairwise_battles(round: CollectionRound | None = None) -> pd.DataFrame:
     """One row per human pairwise judgment, in submission order (online Elo uses this order).
 
     ``winner`` is "model_a" or "model_b" (forced choice: humans never tie); ``category`` is the
     instance's instruction family; ``left`` says which side was shown on the left.
     """
-    rows = []
-    for assignment in _judgments(task_type="pairwise", round=round).select_related(
-        "item__output_a__instance__family"
-    ):
-        item = assignment.item
-        rows.append(
-            {
-                "round_id": assignment.round_id,
-                "item_id": item.pk,
-                "assignment_id": assignment.pk,
-                "instance_id": item.output_a.instance_id,
-                "category": item.output_a.instance.family.name,
-                "model_a": item.side_a_name,
-                "model_b": item.side_b_name,
-                "winner": f"model_{assignment.result['winner']}",
-                "worker_id": assignment.worker_id,
-                "left": assignment.presentation["left"],
-                "is_gold": item.is_gold,
-                "submitted_at": assignment.submitted_at,
-                "duration_seconds": assignment.duration_seconds,
-            }
-        )
-    return pd.DataFrame(rows, columns=BATTLE_COLUMNS)
+    return pd.DataFrame(_rows(kind="battles", round=round), columns=BATTLE_COLUMNS)
 
 
 def ranking_judgments(round: CollectionRound | None = None) -> pd.DataFrame:
@@ -68,29 +56,7 @@ def ranking_judgments(round: CollectionRound | None = None) -> pd.DataFrame:
 
     ``item_id`` is the review set (the IRR item), so items ranked in several rounds pool together.
     """
-    rows = []
-    judgments = _judgments(task_type="ranking", round=round).select_related("item__review_set")
-    prompt_ranks = {}
-    for assignment in judgments:
-        review_set = assignment.item.review_set
-        if review_set.pk not in prompt_ranks:
-            prompt_ranks[review_set.pk] = dict(review_set.reviews.values_list("pk", "prompt_rank"))
-        for rank, review_id in enumerate(assignment.payload["order"], start=1):
-            rows.append(
-                {
-                    "item_id": review_set.pk,
-                    "annotator_id": assignment.worker_id,
-                    "review_id": review_id,
-                    "rank": rank,
-                    "prompt_rank": prompt_ranks[review_set.pk].get(review_id),
-                    "language": review_set.language,
-                    "category": review_set.category,
-                    "round_id": assignment.round_id,
-                    "work_item_id": assignment.item_id,
-                    "assignment_id": assignment.pk,
-                }
-            )
-    return pd.DataFrame(rows, columns=RANKING_COLUMNS)
+    return pd.DataFrame(_rows(kind="rankings", round=round), columns=RANKING_COLUMNS)
 
 
 def worker_progress(*, round: CollectionRound, worker: Worker) -> dict:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Callable, Iterable
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
@@ -36,7 +36,19 @@ class CrowdWorkError(ServiceError):
 
 
 class InvalidSubmission(CrowdWorkError):
+    """The answers were refused; ``errors`` maps each field to its messages."""
+
     status_code = 400
+
+    def __init__(self, message: str = "", *, errors: dict[str, list[str]] | None = None):
+        super().__init__(message)
+        self.errors = errors or {}
+
+
+class BrokenItem(CrowdWorkError):
+    """The task's stored item does not fit its round's task type; it was given back."""
+
+    status_code = 409
 
 
 class NotQualified(CrowdWorkError):
@@ -69,6 +81,11 @@ class InvalidTransition(CrowdWorkError):
 
 def _message(error: ValidationError) -> str:
     return " ".join(error.messages)
+
+
+def _invalid_submission(error: ValidationError) -> InvalidSubmission:
+    errors = error.message_dict if hasattr(error, "error_dict") else {}
+    return InvalidSubmission(_message(error), errors={field: list(messages) for field, messages in errors.items()})
 
 
 # --- workers ---------------------------------------------------------------------------------------
@@ -237,13 +254,16 @@ def _take_locked_item(
         return None
     if Assignment.objects.holding_a_slot().filter(item=item).count() >= round.workers_per_item:
         return None
+    handler = get_task_type(round.task_type)
+    if not item_fits(item=item, handler=handler):
+        return None
     assignment = Assignment(
         round=round,
         item=item,
         worker=worker,
         accepted_at=now,
         expires_at=now + timedelta(seconds=round.time_limit_seconds),
-        presentation=get_task_type(round.task_type).present(item=item, rng=rng),
+        presentation=handler.present(item=item, rng=rng),
         provider_assignment_id=provider_assignment_id,
         provider_task_id=provider_task_id,
     )
@@ -373,6 +393,38 @@ def _attempt_item(*, item_id: int, skip_locked: bool, **take) -> tuple[Assignmen
         return assignment, False
 
 
+def item_fits(*, item: WorkItem, handler) -> bool:
+    """Whether a stored item still fits its round's task type (it may have been written past the checks)."""
+    try:
+        handler.check_item(item)
+    except (ValidationError, ObjectDoesNotExist):
+        logger.warning("item %s of round %s does not fit its task type; not handed out", item.pk, item.round_id,
+                       exc_info=True)
+        return False
+    return True
+
+
+# What a stored item that no longer fits can raise while its page is built.
+_BROKEN_ITEM_ERRORS = (ValidationError, ObjectDoesNotExist, AttributeError, KeyError, TypeError, ValueError)
+
+
+def task_view(*, assignment: Assignment) -> dict:
+    """The task as its page and the API show it. An item that does not fit its task type (written
+    straight to the database, say) gives its assignment back and is refused with ``BrokenItem``,
+    so the worker gets the next task on reload instead of the same failure."""
+    handler = get_task_type(assignment.round.task_type)
+    try:
+        handler.check_item(assignment.item)
+        return handler.context(assignment)
+    except _BROKEN_ITEM_ERRORS:
+        logger.exception("assignment %s: item %s cannot be shown; giving it back", assignment.pk, assignment.item_id)
+    with transaction.atomic():
+        Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.ASSIGNED).update(
+            status=Assignment.Status.RETURNED
+        )
+    raise BrokenItem(_("This task cannot be shown and was given back; please take the next one."))
+
+
 @transaction.atomic
 def return_assignment(*, assignment_id: int, worker: Worker) -> Assignment:
     """The worker gives the task back; its slot goes to someone else."""
@@ -427,7 +479,7 @@ def submit_assignment(
         try:
             validated = handler.validate(assignment=assignment, data=data, files=files)
         except ValidationError as error:
-            raise InvalidSubmission(_message(error)) from None
+            raise _invalid_submission(error) from None
         uploads = {key: value for key, value in validated.items() if key.startswith("_")}
         payload = {key: value for key, value in validated.items() if not key.startswith("_")}
 
@@ -452,7 +504,7 @@ def submit_assignment(
             with transaction.atomic():
                 handler.apply(assignment, uploads=uploads)
         except ValidationError as error:
-            raise InvalidSubmission(_message(error)) from None
+            raise _invalid_submission(error) from None
         item = assignment.item
         if item.is_gold:
             assignment.gold_passed = all(
@@ -486,52 +538,100 @@ def _complete_item_if_done(*, item_id: int, now: datetime) -> None:
 
 
 def on_item_completed(*, item: WorkItem) -> None:
-    """The single place where an item that has all its judgments moves the pipeline on.
+    """The single place where an item that has all its judgments moves things on.
 
-    Dispatches to the task type's aggregation (verification verdicts, caption choice, pairwise
-    majority) and stores what it returns, then lets the VisIT-Bench pipeline feed the round's
-    follow-up round (see ``annotation.pipeline``). Runs inside the submitting transaction.
+    Runs the task type's aggregation (verification verdicts, caption choice, pairwise majority),
+    stores what it returns, then the type's completion hook (its follow-up stage). Runs inside the
+    submitting transaction.
     """
-    from .pipeline import after_item_completed  # the pipeline builds on these services
-
     handler = get_task_type(item.round.task_type)
-    item.aggregate_result = handler.aggregate(item)
-    item.save(update_fields=["aggregate_result"])
-    after_item_completed(item=item)
+    _store_aggregate(item=item, handler=handler)
+    handler.on_completed(item)
     logger.info("item %s of round %s completed", item.pk, item.round_id)
+
+
+def _store_aggregate(*, item: WorkItem, handler) -> None:
+    try:
+        item.aggregate_result = handler.aggregate(item)
+    except ValidationError as error:
+        raise InvalidTransition(_message(error)) from None
+    item.save(update_fields=["aggregate_result"])
 
 
 # --- review ----------------------------------------------------------------------------------------
 
+# The engine's record of a review decision: a submission is approved or rejected once.
+REVIEW_TRANSITIONS = {
+    Assignment.ReviewStatus.SUBMITTED: {Assignment.ReviewStatus.APPROVED, Assignment.ReviewStatus.REJECTED},
+}
 
-def _review(*, assignment: Assignment, status: str, feedback: str) -> Assignment:
+
+def _record_review(*, assignment: Assignment, status: str, feedback: str) -> Assignment:
     with transaction.atomic():
-        locked = Assignment.objects.select_for_update(no_key=True).order_by().get(pk=assignment.pk)
+        locked = (
+            Assignment.objects.select_for_update(no_key=True, of=("self",))
+            .select_related("round")
+            .order_by()
+            .get(pk=assignment.pk)
+        )
         if locked.status != Assignment.Status.SUBMITTED:
-            raise InvalidTransition("only submitted assignments can be approved or rejected")
+            raise InvalidTransition(_("Only submitted assignments can be approved or rejected."))
         if locked.review_status == status:
             return locked
+        if status not in REVIEW_TRANSITIONS.get(locked.review_status, set()):
+            raise InvalidTransition(
+                _("A submission that is %(now)s cannot be %(next)s.")
+                % {"now": locked.get_review_status_display().lower(), "next": status}
+            )
         locked.review_status = status
         locked.reviewed_at = timezone.now()
         locked.review_feedback = feedback
         locked.full_clean(validate_constraints=False)
         locked.save()
+        if status == Assignment.ReviewStatus.REJECTED:
+            _after_rejection(item_id=locked.item_id)
     return locked
 
 
+def _after_rejection(*, item_id: int) -> None:
+    """A rejected judgment no longer counts: a completed item's aggregate is recomputed without it,
+    and while the round is open the item is open again so another worker fills the slot."""
+    item = (
+        WorkItem.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("round")
+        .order_by()
+        .get(pk=item_id)
+    )
+    if item.completed_at is None:
+        return
+    handler = get_task_type(item.round.task_type)
+    _store_aggregate(item=item, handler=handler)
+    if item.round.status == CollectionRound.Status.OPEN:
+        item.completed_at = None
+        item.save(update_fields=["completed_at"])
+        try:
+            handler.on_reopened(item)
+        except ValidationError as error:
+            raise InvalidTransition(_message(error)) from None
+        logger.info("item %s of round %s reopened after a rejection", item.pk, item.round_id)
+
+
 def approve_assignment(*, assignment: Assignment, feedback: str = "") -> Assignment:
-    return _review(assignment=assignment, status=Assignment.ReviewStatus.APPROVED, feedback=feedback)
+    """Record that the submission was approved (the provider acts first; see providers.services)."""
+    return _record_review(assignment=assignment, status=Assignment.ReviewStatus.APPROVED, feedback=feedback)
 
 
 def reject_assignment(*, assignment: Assignment, feedback: str = "") -> Assignment:
-    """Reject a submission. Before its item completes this frees the slot for another worker; an item
-    already completed keeps its aggregate (re-run a round to replace it)."""
-    return _review(assignment=assignment, status=Assignment.ReviewStatus.REJECTED, feedback=feedback)
+    """Record that the submission was rejected. Its judgment stops counting: before the item completes
+    the slot is free for another worker; after, the item's aggregate is recomputed without it and,
+    while the round is open, the item is open again for one more worker."""
+    return _record_review(assignment=assignment, status=Assignment.ReviewStatus.REJECTED, feedback=feedback)
 
 
 __all__ = [
     "AssignmentNotActive",
     "AssignmentNotFound",
+    "BrokenItem",
     "ConflictingResubmission",
     "CrowdWorkError",
     "InvalidSubmission",
@@ -554,4 +654,5 @@ __all__ = [
     "request_assignment",
     "return_assignment",
     "submit_assignment",
+    "task_view",
 ]

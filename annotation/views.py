@@ -34,20 +34,20 @@ def round_page(request, round_id: int):
     with translation.override(round.language):
         try:
             assignment = services.request_assignment(round=round, worker=worker)
+            progress = selectors.worker_progress(round=round, worker=worker)
+            if assignment is None:
+                return render(request, "annotation/no_task.html", {"round": round, "progress": progress})
+            task = services.task_view(assignment=assignment)
         except services.CrowdWorkError as error:
             return _refuse(request, error.message, error.status_code)
-        progress = selectors.worker_progress(round=round, worker=worker)
-        if assignment is None:
-            return render(request, "annotation/no_task.html", {"round": round, "progress": progress})
-        handler = round.task_type_handler
         return render(
             request,
             "annotation/task_page.html",
             {
                 "round": round,
                 "assignment": assignment,
-                "handler": handler,
-                "task": handler.context(assignment),
+                "handler": round.task_type_handler,
+                "task": task,
                 "progress": progress,
                 "seconds_left": selectors.seconds_left(assignment),
             },

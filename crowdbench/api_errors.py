@@ -14,7 +14,11 @@ from .errors import ServiceError
 
 
 def error_body(error: ServiceError) -> dict:
-    return {"detail": error.message}
+    body = {"detail": error.message}
+    # Refusals of a form's fields (e.g. a task submission) also say which field each message is about.
+    if getattr(error, "errors", None):
+        body["errors"] = error.errors
+    return body
 
 
 def exception_handler(exc, context):

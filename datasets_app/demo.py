@@ -12,6 +12,7 @@ from django.db import transaction
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
+from . import instance_status
 from .models import (
     AcceptedReference,
     Caption,
@@ -204,7 +205,7 @@ def create_demo_data() -> dict[str, int]:
 
 def _bare_instance(family, scenes, instruction, status) -> Instance:
     images = [_image(shapes) for shapes in scenes]
-    instance = Instance.objects.create(
+    instance = instance_status.create_instance(
         family=family,
         instruction=instruction,
         source=Source.RESEARCHER,

@@ -21,6 +21,7 @@ from llm.client import LLMClient, LLMResult, chat_request, configured_model, run
 from llm.models import LLMRun, PromptTemplate
 from llm.services import create_run, ensure_template, render_template
 
+from . import instance_status
 from .models import Caption, Instance, ReferenceCandidate, Source
 
 PURPOSE = "visitbench_reference"
@@ -229,7 +230,5 @@ def _store_candidate(*, job: _Job, text: str, model_name: str) -> ReferenceCandi
     )
     candidate.full_clean()
     candidate.save()
-    instance.status = Instance.Status.AWAITING_VERIFICATION
-    instance.full_clean()
-    instance.save(update_fields=["status", "updated_at"])
+    instance_status.candidate_written(instance)
     return candidate

@@ -10,6 +10,7 @@ from typing import IO, Iterator
 from django.core.files.base import ContentFile
 from django.db import transaction
 
+from . import instance_status
 from .models import (
     AcceptedReference,
     Caption,
@@ -106,14 +107,18 @@ def import_visitbench_file(*, path: str | Path) -> ImportReport:
 
 def _create_imported_instance(*, row: VisitBenchRow, family: InstructionFamily, content_key: str) -> int:
     images_created = 0
-    instance = Instance.objects.create(
+    outcome = Verification.Outcome(row.verification_outcome) if row.candidate_text is not None else None
+    # The published verdict is final: an instance starts verified, or discarded with its reason.
+    rejected = outcome is not None and outcome != Verification.Outcome.CORRECT
+    instance = instance_status.create_instance(
         family=family,
         instruction=row.instruction,
         source=Source.IMPORTED,
         content_key=content_key,
         dataset_reference=row.dataset_reference,
         images_metadata=row.images_metadata,
-        status=Instance.Status.VERIFIED,
+        status=Instance.Status.DISCARDED if rejected else Instance.Status.VERIFIED,
+        discard_reason=OUTCOME_TO_DISCARD_REASON[outcome] if rejected else "",
     )
     for position, url in enumerate(row.image_urls):
         image, created = Image.objects.get_or_create(url=url)
@@ -153,7 +158,6 @@ def _create_imported_instance(*, row: VisitBenchRow, family: InstructionFamily, 
             model_name=PUBLISHED_CANDIDATE_MODEL,
             source=Source.IMPORTED,
         )
-        outcome = Verification.Outcome(row.verification_outcome)
         Verification.objects.create(
             candidate=candidate, outcome=outcome, source=Source.IMPORTED, is_aggregate=True
         )
@@ -164,10 +168,6 @@ def _create_imported_instance(*, row: VisitBenchRow, family: InstructionFamily, 
                 origin=AcceptedReference.Origin.VERIFIED_CANDIDATE,
                 candidate=candidate,
             )
-        else:
-            instance.status = Instance.Status.DISCARDED
-            instance.discard_reason = OUTCOME_TO_DISCARD_REASON[outcome]
-            instance.save(update_fields=["status", "discard_reason"])
     return images_created
 
 

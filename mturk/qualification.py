@@ -2,7 +2,8 @@
 multiple-choice question per gold item, an AnswerKey scoring the expected choice, and a
 percentage score as the qualification value (so a HIT can require e.g. 80 or more).
 
-Pairwise and verification gold items have a choice to score; other task types have none.
+Each task type builds its own questions (``TaskType.gold_question``); pairwise and verification
+gold items have a choice to score, the other types none. The XML is built here.
 """
 from __future__ import annotations
 
@@ -15,11 +16,6 @@ from providers.base import ProviderRefused
 
 QUESTION_FORM_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2017-11-06/QuestionForm.xsd"
 ANSWER_KEY_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2005-10-01/AnswerKey.xsd"
-VERIFICATION_CHOICES = [
-    ("correct", "Correct"),
-    ("caption_problem", "Incorrect: the caption misses or misstates something"),
-    ("response_problem", "Incorrect: the answer is wrong although the caption is fine"),
-]
 
 
 @dataclass
@@ -31,29 +27,14 @@ class GoldQuestion:
 
 
 def gold_questions(round) -> list[GoldQuestion]:
+    """One question per gold item that the round's task type can turn into a multiple choice."""
+    handler = round.task_type_handler
     questions = []
     for item in round.items.filter(is_gold=True).order_by("position"):
-        if round.task_type == "pairwise" and item.gold_answer.get("winner") in ("a", "b"):
-            from annotation.task_types.pairwise import side_texts
-
-            texts = side_texts(item)
-            instance = item.output_a.instance
-            questions.append(GoldQuestion(
-                identifier=f"item-{item.pk}",
-                text=f"Instruction: {instance.instruction}\n\nResponse A: {texts['a']}\n\nResponse B: {texts['b']}\n\n"
-                     "Which response is better?",
-                choices=[("a", "Response A"), ("b", "Response B")],
-                expected=item.gold_answer["winner"],
-            ))
-        elif round.task_type == "verification" and item.gold_answer.get("outcome") in dict(VERIFICATION_CHOICES):
-            candidate = item.candidate
-            questions.append(GoldQuestion(
-                identifier=f"item-{item.pk}",
-                text=f"Instruction: {candidate.instance.instruction}\n\nAnswer: {candidate.text}\n\n"
-                     "Is the answer correct?",
-                choices=VERIFICATION_CHOICES,
-                expected=item.gold_answer["outcome"],
-            ))
+        question = handler.gold_question(item)
+        if question is not None:
+            questions.append(GoldQuestion(identifier=f"item-{item.pk}", text=question["text"],
+                                          choices=list(question["choices"]), expected=question["expected"]))
     return questions
 
 

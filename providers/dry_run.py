@@ -22,36 +22,16 @@ from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound
 
 from . import services
-from .base import ProviderError, money
+from .base import money
 
 # How much simulated task times spread around the median (sigma of a log-normal).
 TIME_SPREAD = 0.35
 
 
 def simulated_answer(*, assignment: Assignment, rng: random.Random, accuracy: float) -> dict:
-    """Answers a simulated worker gives; on a gold item the right one with probability ``accuracy``."""
-    item = assignment.item
-    correct = rng.random() < accuracy
-    task_type = assignment.round.task_type
-    if task_type == "pairwise":
-        sides = ["left", "right"]
-        if item.is_gold and "winner" in item.gold_answer:
-            right = next(side for side in sides if assignment.presentation[side] == item.gold_answer["winner"])
-            return {"choice": right if correct else next(side for side in sides if side != right)}
-        return {"choice": rng.choice(sides)}
-    if task_type == "ranking":
-        order = list(assignment.presentation["review_order"])
-        rng.shuffle(order)
-        return {"order": order}
-    if task_type == "verification":
-        outcomes = ["correct", "caption_problem", "response_problem"]
-        expected = item.gold_answer.get("outcome") if item.is_gold else None
-        if expected in outcomes:
-            outcome = expected if correct else rng.choice([o for o in outcomes if o != expected])
-        else:
-            outcome = rng.choice(outcomes)
-        return {"outcome": outcome, "harmful": False, "comment": ""}
-    raise ProviderError(f"the dry run has no simulated answers for {task_type} tasks")
+    """Answers a simulated worker gives (the task type knows how); on a gold item the right one with
+    probability ``accuracy``."""
+    return assignment.round.task_type_handler.simulate(assignment=assignment, rng=rng, accuracy=accuracy)
 
 
 def task_seconds(*, rng: random.Random, median_seconds: float, time_limit: int) -> float:

@@ -1,5 +1,11 @@
-"""The task-type registry: the one place that lists what crowd tasks exist."""
+"""The task-type registry: the one place that lists what crowd tasks exist.
+
+Adding a type is one module in this package and one line below (docs/crowd-work.md). ``registered``
+adds a type for a while (tests, plug-ins loaded at run time) without touching this list.
+"""
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 from .base import TaskType
 from .caption import CaptionTask
@@ -8,16 +14,36 @@ from .pairwise import PairwiseTask
 from .ranking import RankingTask
 from .verification import VerificationTask
 
-REGISTRY: dict[str, TaskType] = {
-    task_type.key: task_type
-    for task_type in (
-        InstructionGeneration(),
-        CaptionTask(),
-        VerificationTask(),
-        PairwiseTask(),
-        RankingTask(),
-    )
-}
+REGISTRY: dict[str, TaskType] = {}
+
+
+def register(task_type_class: type[TaskType]) -> TaskType:
+    """Add a task type; its ``key`` must be new."""
+    if task_type_class.key in REGISTRY:
+        raise ValueError(f"task type {task_type_class.key!r} is already registered")
+    REGISTRY[task_type_class.key] = task_type_class()
+    return REGISTRY[task_type_class.key]
+
+
+def unregister(key: str) -> None:
+    REGISTRY.pop(key, None)
+
+
+@contextmanager
+def registered(task_type_class: type[TaskType]):
+    """The type is known inside the block and forgotten after it."""
+    task_type = register(task_type_class)
+    try:
+        yield task_type
+    finally:
+        unregister(task_type_class.key)
+
+
+register(InstructionGeneration)
+register(CaptionTask)
+register(VerificationTask)
+register(PairwiseTask)
+register(RankingTask)
 
 
 def get_task_type(key: str) -> TaskType:
@@ -29,3 +55,8 @@ def get_task_type(key: str) -> TaskType:
 
 def task_type_choices() -> list[tuple[str, str]]:
     return [(key, str(task_type.label)) for key, task_type in REGISTRY.items()]
+
+
+def task_types_yielding(kind: str) -> list[TaskType]:
+    """The types whose judgments feed the evaluation read ``kind`` ("battles", "rankings")."""
+    return [task_type for task_type in REGISTRY.values() if task_type.yields == kind]

@@ -1,26 +1,72 @@
-"""What every task type declares; the engine and the pages only talk to this interface."""
+"""What every task type declares; the engine, the pages, the dry run, the qualification tests and the
+evaluation reads only talk to this interface (see docs/crowd-work.md, "Adding a task type")."""
 from __future__ import annotations
 
 import random
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from django.core.exceptions import ValidationError
+from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.files.base import File
 from django.utils.translation import gettext as _
 
 if TYPE_CHECKING:
     from ..models import Assignment, CollectionRound, WorkItem
 
+# The WorkItem columns a target may occupy; a type names the ones it uses in ``target_fields``.
+TARGET_FIELDS = ("family", "instance", "candidate", "output_a", "output_b", "reference", "review_set")
+
 
 class TaskType:
     key: ClassVar[str]
     label: ClassVar[str]
-    template_name: ClassVar[str]
+    # A template path, or any object with render(context) (a django Template), included in the page.
+    template_name: ClassVar[Any]
+    # The type's page script under static/, loaded after the shared annotation/work.js; None for none.
+    script_name: ClassVar[str | None] = None
     # Short worker-facing instructions, marked for translation in each module.
     instructions: ClassVar[str]
+    # The submission form: fields in, errors per field out (the API answers them under "errors").
+    form_class: ClassVar[type[forms.Form]]
+    # WorkItem columns this type's targets use; the others stay empty.
+    target_fields: ClassVar[tuple[str, ...]]
+    # Workers per item when the platform creates a round of this type itself (follow-up rounds).
+    default_workers_per_item: ClassVar[int] = 1
+    # The type of round a round of this type may name as its follow-up (VisIT-Bench chaining).
+    follow_up_type: ClassVar[str | None] = None
+    # What the evaluation reads get from this type's judgments: "battles", "rankings" or None.
+    yields: ClassVar[str | None] = None
+
+    # --- items ---------------------------------------------------------------------------------
 
     def make_item(self, *, round: CollectionRound, target: Any, position: int) -> WorkItem:
-        """An unsaved WorkItem of ``round`` pointing at ``target``."""
+        """An unsaved, checked WorkItem of ``round`` pointing at ``target``."""
+        from ..models import WorkItem
+
+        item = WorkItem(round=round, position=position, **self.target_columns(target))
+        self.check_item(item)
+        return item
+
+    def target_columns(self, target: Any) -> dict:
+        """The WorkItem columns for ``target``; raises ValidationError when it is not one this type takes."""
         raise NotImplementedError
+
+    def check_item(self, item: WorkItem) -> None:
+        """Refuse (ValidationError keyed by column) an item whose targets do not fit this type, and fill
+        what is derived from the targets (e.g. pairwise side names)."""
+        errors = {}
+        for name in TARGET_FIELDS:
+            present = getattr(item, f"{name}_id") is not None
+            if present and name not in self.target_fields:
+                errors[name] = _("A %(type)s item does not take this target.") % {"type": self.label}
+        if errors:
+            raise ValidationError(errors)
+        self.check_targets(item)
+
+    def check_targets(self, item: WorkItem) -> None:
+        """Type-specific checks of the item's targets (only columns of ``target_fields`` are set)."""
+
+    # --- the page and the submission -----------------------------------------------------------
 
     def present(self, *, item: WorkItem, rng: random.Random) -> dict:
         """What is randomised per assignment (side order, review order); recorded on the assignment."""
@@ -30,12 +76,26 @@ class TaskType:
         """Plain data (texts, image URLs) for the page and the API; never pre-escaped HTML."""
         raise NotImplementedError
 
+    def form_kwargs(self, assignment: Assignment) -> dict:
+        """Extra arguments of ``form_class`` for this assignment (e.g. the expected number of captions)."""
+        return {}
+
     def validate(self, *, assignment: Assignment, data: Any, files: Any) -> dict:
         """The JSON payload to store, with uploads under keys starting with "_" (not stored).
 
-        Raises ValidationError with a worker-readable message.
+        Raises ValidationError with worker-readable messages keyed by field.
         """
-        raise NotImplementedError
+        data = require_dict(data)
+        files, data = split_uploads(data, files)
+        form = self.form_class(data=data, files=files, **self.form_kwargs(assignment))
+        if not form.is_valid():
+            raise ValidationError(
+                {field: list(errors) for field, errors in form.errors.items()}
+            )
+        return self.payload(assignment, form.cleaned_data)
+
+    def payload(self, assignment: Assignment, cleaned: dict) -> dict:
+        return dict(cleaned)
 
     def result(self, assignment: Assignment) -> dict:
         """The stored payload in item terms (e.g. winner "a"/"b"); gold items are checked on this."""
@@ -44,32 +104,135 @@ class TaskType:
     def apply(self, assignment: Assignment, *, uploads: dict) -> None:
         """Effects on the benchmark data of an accepted submission."""
 
+    # --- completion ----------------------------------------------------------------------------
+
     def aggregate(self, item: WorkItem) -> dict | None:
-        """Called once when the item has all its judgments; returns the stored aggregate."""
+        """Called when the item has all its judgments (and again when one of them is rejected later);
+        returns the stored aggregate."""
         return None
+
+    def on_completed(self, item: WorkItem) -> None:
+        """The follow-up stage once the item completed and its aggregate is stored; runs inside the
+        submitting transaction and must not fail the worker's submission."""
+
+    def on_reopened(self, item: WorkItem) -> None:
+        """The item is open again after a rejected judgment: undo what completion decided."""
+
+    # --- dry runs, gold and qualification questions ---------------------------------------------
+
+    def simulate(self, *, assignment: Assignment, rng: random.Random, accuracy: float) -> dict:
+        """The answers of a simulated worker, as the page would post them (uploads as File values);
+        on a gold item the right answer with probability ``accuracy``."""
+        raise NotImplementedError
+
+    def gold_question(self, item: WorkItem) -> dict | None:
+        """A multiple-choice question from a gold item, for qualification tests:
+        {"text", "choices": [(value, label)], "expected"}; None when the item has no choice to score."""
+        return None
+
+    # --- evaluation reads ----------------------------------------------------------------------
+
+    def judgment_queryset(self, assignments):
+        """``assignments`` with what ``judgment_rows`` reads joined in."""
+        return assignments
+
+    def judgment_rows(self, assignment: Assignment) -> list[dict]:
+        """Rows this judgment contributes to the evaluation reads named by ``yields``."""
+        return []
 
 
 def require_dict(data: Any) -> Any:
-    if not hasattr(data, "get"):
-        raise ValidationError(_("The submission must be a JSON object or a form."))
+    if not hasattr(data, "get") or not hasattr(data, "keys"):
+        raise ValidationError({NON_FIELD_ERRORS: [_("The submission must be a JSON object or a form.")]})
     return data
 
 
-def clean_text(data: Any, name: str, *, label: str, max_length: int = 5000, required: bool = True) -> str:
-    """A stripped text field; ``label`` is the already translated field name for messages."""
-    value = data.get(name, "")
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise ValidationError(_("%(field)s must be text.") % {"field": label})
-    value = value.strip()
-    if required and not value:
-        raise ValidationError(_("%(field)s is empty.") % {"field": label})
-    if len(value) > max_length:
-        raise ValidationError(
-            _("%(field)s is longer than %(limit)d characters.") % {"field": label, "limit": max_length}
-        )
-    return value
+def split_uploads(data: Any, files: Any) -> tuple[dict, Any]:
+    """(files, data): in-process callers (the dry run) may pass uploads as File values inside ``data``."""
+    files = dict(files.items()) if files else {}
+    in_data = {key: value for key, value in data.items() if isinstance(value, File)}
+    if not in_data:
+        return files, data
+    files.update(in_data)
+    return files, {key: value for key, value in data.items() if key not in in_data}
+
+
+# --- form fields shared by the task types' forms ----------------------------------------------
+
+
+class TextField(forms.CharField):
+    """A stripped text that must really be text (a JSON number or object is refused, not stringified)."""
+
+    def to_python(self, value):
+        if value not in self.empty_values and not isinstance(value, str):
+            raise ValidationError(_("This must be text."), code="invalid")
+        return super().to_python(value)
+
+
+class ListWidget(forms.Widget):
+    """Reads a list from a form (repeated keys) or from JSON (a list value)."""
+
+    def value_from_datadict(self, data, files, name):
+        if hasattr(data, "getlist"):
+            return data.getlist(name)
+        return data.get(name)
+
+
+class ListField(forms.Field):
+    """A list of values, each cleaned by ``base_field``; errors name the position (1-based)."""
+
+    widget = ListWidget
+
+    def __init__(self, *, base_field: forms.Field, item_label: str = "", **kwargs):
+        self.base_field = base_field
+        self.item_label = item_label
+        super().__init__(**kwargs)
+
+    def clean(self, value):
+        if value in (None, ""):
+            value = []
+        if not isinstance(value, (list, tuple)):
+            raise ValidationError(self.error_messages.get("invalid_list", _("This must be a list.")), code="invalid")
+        if not value and self.required:
+            raise ValidationError(self.error_messages["required"], code="required")
+        cleaned, errors = [], []
+        for number, element in enumerate(value, start=1):
+            try:
+                cleaned.append(self.base_field.clean(element))
+            except ValidationError as error:
+                label = self.item_label % {"n": number} if self.item_label else str(number)
+                for problem in error.error_list:
+                    if problem.code == "required":
+                        errors.append(_("%(field)s is empty.") % {"field": label})
+                    else:
+                        errors.append(f"{label}: {' '.join(problem.messages)}")
+        if errors and "invalid_item" in self.error_messages:
+            raise ValidationError(self.error_messages["invalid_item"], code="invalid")
+        if errors:
+            raise ValidationError(errors)
+        return cleaned
+
+
+class StrictBooleanField(forms.Field):
+    """true/false (JSON booleans, or form words such as on/off); anything else is an error."""
+
+    TRUE = {"true", "1", "on", "yes"}
+    FALSE = {"false", "0", "off", "no", ""}
+
+    def to_python(self, value):
+        if isinstance(value, bool):
+            return value
+        if value is None:
+            return False
+        if isinstance(value, str) and value.lower() in self.TRUE | self.FALSE:
+            return value.lower() in self.TRUE
+        raise ValidationError(_("This must be true or false."), code="invalid")
+
+    def validate(self, value):
+        pass
+
+
+# --- views shared by the task types' contexts -------------------------------------------------
 
 
 def image_view(image) -> dict:
@@ -95,3 +258,30 @@ def current_captions(instance) -> list[str]:
         .order_by("position")
         .values_list("text", flat=True)
     )
+
+
+def gold_choice(*, rng: random.Random, accuracy: float, choices: list, expected: Any) -> Any:
+    """A simulated worker's choice: ``expected`` with probability ``accuracy`` (when it is one of
+    ``choices``), otherwise another choice; a random one when nothing is expected."""
+    if expected not in choices:
+        return rng.choice(choices)
+    if rng.random() < accuracy:
+        return expected
+    return rng.choice([choice for choice in choices if choice != expected])
+
+
+def clean_text(data: Any, name: str, *, label: str, max_length: int = 5000, required: bool = True) -> str:
+    """A stripped text value of ``data[name]``; ``label`` is the already translated name for messages."""
+    value = data.get(name, "")
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise ValidationError(_("%(field)s must be text.") % {"field": label})
+    value = value.strip()
+    if required and not value:
+        raise ValidationError(_("%(field)s is empty.") % {"field": label})
+    if len(value) > max_length:
+        raise ValidationError(
+            _("%(field)s is longer than %(limit)d characters.") % {"field": label, "limit": max_length}
+        )
+    return value

@@ -1,56 +1,72 @@
 """Instruction-conditioned captions: one caption per image, rich enough to follow the instruction."""
 from __future__ import annotations
 
+from django import forms
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from datasets_app import instance_status
 from datasets_app.models import Caption, Instance, Source
 
-from .base import TaskType, clean_text, instance_view, require_dict
+from .base import ListField, TaskType, TextField, instance_view
+
+
+class CaptionForm(forms.Form):
+    captions = ListField(
+        base_field=TextField(max_length=5000),
+        item_label=gettext_lazy("The caption of image %(n)d"),
+        error_messages={
+            "required": gettext_lazy("Captions must be a list with one caption per image."),
+            "invalid_list": gettext_lazy("Captions must be a list with one caption per image."),
+        },
+    )
+
+    def __init__(self, *args, image_count: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.image_count = image_count
+
+    def clean_captions(self):
+        captions = self.cleaned_data["captions"]
+        if len(captions) != self.image_count:
+            raise ValidationError(
+                _("Write one caption per image: %(expected)d expected, %(got)d given.")
+                % {"expected": self.image_count, "got": len(captions)}
+            )
+        return captions
 
 
 class CaptionTask(TaskType):
     key = "caption"
     label = gettext_lazy("Instruction-conditioned caption")
     template_name = "annotation/tasks/caption.html"
+    form_class = CaptionForm
+    target_fields = ("instance",)
+    follow_up_type = "verification"
     instructions = gettext_lazy(
         "Describe each image so that someone who only reads your text, without seeing the image, can "
         "follow the instruction. Mention every detail the instruction needs: objects, colours, counts, "
         "positions and any text in the image."
     )
 
-    def make_item(self, *, round, target, position):
-        from ..models import WorkItem
-
+    def target_columns(self, target):
         if not isinstance(target, Instance):
             raise ValidationError("caption items are instances")
-        return WorkItem(round=round, position=position, instance=target)
+        return {"instance": target}
+
+    def check_targets(self, item):
+        if item.instance_id is None:
+            raise ValidationError({"instance": _("A caption item needs an instance.")})
+        if not item.instance.image_links.exists():
+            raise ValidationError({"instance": _("Instance %(id)s has no image to caption.") % {"id": item.instance_id}})
 
     def context(self, assignment):
         return {"instance": instance_view(assignment.item.instance)}
 
-    def validate(self, *, assignment, data, files):
-        data = require_dict(data)
-        image_count = assignment.item.instance.image_links.count()
-        if hasattr(data, "getlist"):
-            captions = data.getlist("captions")
-        else:
-            captions = data.get("captions")
-        if not isinstance(captions, list):
-            raise ValidationError(_("Captions must be a list with one caption per image."))
-        if len(captions) != image_count:
-            raise ValidationError(
-                _("Write one caption per image: %(expected)d expected, %(got)d given.")
-                % {"expected": image_count, "got": len(captions)}
-            )
-        cleaned = []
-        for number, text in enumerate(captions, start=1):
-            cleaned.append(
-                clean_text({"caption": text}, "caption", label=_("The caption of image %(n)d") % {"n": number})
-            )
-        return {"captions": cleaned}
+    def form_kwargs(self, assignment):
+        return {"image_count": assignment.item.instance.image_links.count()}
 
     def apply(self, assignment, *, uploads):
         # Stored as not current: the item's aggregation picks which worker's captions feed the LLM.
@@ -87,6 +103,23 @@ class CaptionTask(TaskType):
         current.update(is_current=False)
         made_current = instance.captions.filter(pk__in=chosen.result["caption_ids"]).update(is_current=True)
         if instance.status == Instance.Status.AWAITING_CAPTION:
-            instance.status = Instance.Status.AWAITING_REFERENCE
-            instance.save(update_fields=["status", "updated_at"])
+            instance_status.captions_chosen(instance)
         return {"chosen_assignment": chosen.pk, "captions": made_current, "at": timezone.now().isoformat()}
+
+    def on_completed(self, item):
+        """With a verification follow-up round: queue the LLM reference for the instance after the commit
+        (the task must see the captions, and a failing LLM call must not undo the worker's submission)."""
+        from .. import pipeline
+
+        follow_up = pipeline.usable_follow_up(item)
+        if follow_up is None or item.instance.status != Instance.Status.AWAITING_REFERENCE:
+            return
+        instance_id, round_id = item.instance_id, follow_up.pk
+        transaction.on_commit(lambda: pipeline.enqueue_reference_generation(instance_id, round_id), robust=True)
+
+    def simulate(self, *, assignment, rng, accuracy):
+        instance = assignment.item.instance
+        count = instance.image_links.count()
+        return {"captions": [
+            f"Simulated caption of image {number} for: {instance.instruction[:200]}" for number in range(1, count + 1)
+        ]}

@@ -2,19 +2,25 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 
+from django import forms
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from PIL import Image as PILImage
+from PIL import ImageDraw
 
+from datasets_app import instance_status
 from datasets_app.models import Image, Instance, InstanceImage, InstructionFamily, Source
 from datasets_app.services import ImageValidationError, inspect_image_bytes, store_image
 
-from .base import TaskType, clean_text, image_view, require_dict
+from .base import TaskType, TextField, clean_text, image_view
 
 
 # Images of a multi-image family: at least two (a before/after pair, a set to compare), at most this many.
@@ -38,10 +44,75 @@ def _clean_url(value: str, *, label: str) -> str:
     return value
 
 
+class ImageRowsWidget(forms.Widget):
+    """Hands the whole submission to ImageRowsField: the rows are spread over many indexed keys."""
+
+    def value_from_datadict(self, data, files, name):
+        return {"data": data, "files": files or {}}
+
+
+class ImageRowsField(forms.Field):
+    widget = ImageRowsWidget
+
+    def __init__(self, *, limits: tuple[int, int] = (1, 1), **kwargs):
+        self.limits = limits
+        super().__init__(required=False, **kwargs)
+
+    def clean(self, value):
+        """[(stored entry, bytes or None)] in order; every problem names its image when there are several."""
+        rows, indexed = _image_rows(value["data"], value["files"])
+        fewest, most = self.limits
+        if len(rows) < fewest:
+            if fewest == 1:
+                raise ValidationError(_("Upload an image file or give an image URL (exactly one of them)."))
+            raise ValidationError(
+                _("This family needs at least %(min)d images; the submission has %(count)d.")
+                % {"min": fewest, "count": len(rows)}
+            )
+        if len(rows) > most:
+            if most == 1:
+                raise ValidationError(
+                    _("This family takes exactly one image; the submission has %(count)d.") % {"count": len(rows)}
+                )
+            raise ValidationError(
+                _("At most %(max)d images can be given; the submission has %(count)d.")
+                % {"max": most, "count": len(rows)}
+            )
+        images, problems = [], []
+        for number, row in enumerate(rows, start=1):
+            try:
+                images.append(_validate_image(row))
+            except ValidationError as error:
+                if not indexed:
+                    raise
+                problems.append(
+                    _("Image %(number)d: %(problem)s") % {"number": number, "problem": " ".join(error.messages)}
+                )
+        if problems:
+            raise ValidationError(problems)
+        return images
+
+
+class InstructionGenerationForm(forms.Form):
+    instruction = TextField(
+        max_length=2000,
+        error_messages={"required": gettext_lazy("The instruction is empty.")},
+    )
+    images = ImageRowsField()
+
+    def __init__(self, *args, image_limits: tuple[int, int], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["images"].limits = image_limits
+
+
 class InstructionGeneration(TaskType):
     key = "instruction_generation"
     label = gettext_lazy("Instruction generation")
     template_name = "annotation/tasks/instruction_generation.html"
+    script_name = "annotation/tasks/instruction_generation.js"
+    form_class = InstructionGenerationForm
+    target_fields = ("family",)
+    follow_up_type = "caption"
     instructions = gettext_lazy(
         "Study the example of this instruction family. Then write a new instruction of the same kind "
         "and supply an image for it, either by uploading a file or by giving its web address. Use "
@@ -49,12 +120,14 @@ class InstructionGeneration(TaskType):
         "and where you found it."
     )
 
-    def make_item(self, *, round, target, position):
-        from ..models import WorkItem
-
+    def target_columns(self, target):
         if not isinstance(target, InstructionFamily):
             raise ValidationError("instruction generation items are instruction families")
-        return WorkItem(round=round, position=position, family=target)
+        return {"family": target}
+
+    def check_targets(self, item):
+        if item.family_id is None:
+            raise ValidationError({"family": _("An instruction generation item needs an instruction family.")})
 
     def context(self, assignment):
         family = assignment.item.family
@@ -76,43 +149,37 @@ class InstructionGeneration(TaskType):
         """(fewest, most) images a submission for ``family`` must have."""
         return (MIN_MULTI_IMAGES, MAX_IMAGES) if family.is_multi_image else (1, 1)
 
-    def validate(self, *, assignment, data, files):
-        data = require_dict(data)
-        files = files or {}
-        instruction = clean_text(data, "instruction", label=_("The instruction"), max_length=2000)
-        rows, indexed = _image_rows(data, files)
-        fewest, most = self.image_limits(assignment.item.family)
-        if len(rows) < fewest:
-            if fewest == 1:
-                raise ValidationError(_("Upload an image file or give an image URL (exactly one of them)."))
-            raise ValidationError(
-                _("This family needs at least %(min)d images; the submission has %(count)d.")
-                % {"min": fewest, "count": len(rows)}
-            )
-        if len(rows) > most:
-            if most == 1:
-                raise ValidationError(
-                    _("This family takes exactly one image; the submission has %(count)d.") % {"count": len(rows)}
-                )
-            raise ValidationError(
-                _("At most %(max)d images can be given; the submission has %(count)d.")
-                % {"max": most, "count": len(rows)}
-            )
-        images = []
-        payload = {"instruction": instruction, "images": images}
-        for number, row in enumerate(rows, start=1):
-            try:
-                image, content = _validate_image(row)
-            except ValidationError as error:
-                if not indexed:
-                    raise
-                raise ValidationError(
-                    _("Image %(number)d: %(problem)s") % {"number": number, "problem": " ".join(error.messages)}
-                ) from None
-            images.append(image)
+    def form_kwargs(self, assignment):
+        return {"image_limits": self.image_limits(assignment.item.family)}
+
+    def payload(self, assignment, cleaned):
+        payload = {"instruction": cleaned["instruction"], "images": [entry for entry, _content in cleaned["images"]]}
+        for index, (_entry, content) in enumerate(cleaned["images"]):
             if content is not None:
-                payload[f"_image_content_{number - 1}"] = content
+                payload[f"_image_content_{index}"] = content
         return payload
+
+    def on_completed(self, item):
+        """With a caption follow-up round: the instances this item's submissions created become its items."""
+        from .. import pipeline
+
+        follow_up = pipeline.usable_follow_up(item)
+        if follow_up is not None:
+            pipeline.caption_new_instances(item=item, caption_round=follow_up)
+
+    def simulate(self, *, assignment, rng, accuracy):
+        """A new instruction with small generated PNG uploads (one per image the family needs)."""
+        family = assignment.item.family
+        fewest, _most = self.image_limits(family)
+        answers = {"instruction": f"Simulated {family.name} instruction {rng.randrange(10**9)}: what is shown?"}
+        for index in range(fewest):
+            answers.update({
+                f"images-{index}-license": permissive_licenses()[0],
+                f"images-{index}-creator": "crowdbench dry run",
+                f"images-{index}-source_url": "https://example.org/dry-run",
+                f"images-{index}-file": _simulated_png(rng, name=f"dry-run-{index}.png"),
+            })
+        return answers
 
     def apply(self, assignment, *, uploads):
         payload = assignment.payload
@@ -142,18 +209,17 @@ class InstructionGeneration(TaskType):
         content_key = Instance.compute_content_key(family.name, payload["instruction"], image_keys)
         if Instance.objects.filter(content_key=content_key).exists():
             raise ValidationError(_("This instruction with this image already exists in the benchmark."))
-        instance = Instance(
-            family=family,
-            instruction=payload["instruction"],
-            source=Source.CROWD,
-            status=Instance.Status.AWAITING_CAPTION,
-            content_key=content_key,
-            created_by=assignment.worker.user,
-        )
-        instance.full_clean()
         try:
             with transaction.atomic():
-                instance.save()
+                instance = instance_status.create_instance(
+                    family=family,
+                    instruction=payload["instruction"],
+                    source=Source.CROWD,
+                    status=Instance.Status.AWAITING_CAPTION,
+                    content_key=content_key,
+                    created_by=assignment.worker.user,
+                    clean=True,
+                )
         except IntegrityError:
             raise ValidationError(
                 _("This instruction with this image already exists in the benchmark.")
@@ -162,6 +228,18 @@ class InstructionGeneration(TaskType):
             InstanceImage(instance=instance, image=image, position=position) for position, image in enumerate(images)
         )
         assignment.result = {"instance_id": instance.pk, "image_ids": [image.pk for image in images]}
+
+
+def _simulated_png(rng, *, name: str) -> SimpleUploadedFile:
+    """A small PNG of random colour blocks, different on every call, so content keys never collide."""
+    picture = PILImage.new("RGB", (64, 48), tuple(rng.randrange(256) for _ in range(3)))
+    draw = ImageDraw.Draw(picture)
+    for _ in range(4):
+        x, y = rng.randrange(56), rng.randrange(40)
+        draw.rectangle([x, y, x + 8, y + 8], fill=tuple(rng.randrange(256) for _ in range(3)))
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
+    return SimpleUploadedFile(name, buffer.getvalue(), content_type="image/png")
 
 
 def _image_rows(data, files) -> tuple[list[dict], bool]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
@@ -10,7 +11,7 @@ from django.utils.translation import gettext_lazy
 
 from datasets_app.models import AcceptedReference, ModelOutput
 
-from .base import TaskType, instance_view, require_dict
+from .base import TaskType, gold_choice, instance_view
 
 CHOICES = ("left", "right")
 
@@ -22,19 +23,31 @@ def side_texts(item) -> dict[str, str]:
     }
 
 
+class PairwiseForm(forms.Form):
+    choice = forms.ChoiceField(
+        choices=[(choice, choice) for choice in CHOICES],
+        error_messages={
+            "required": gettext_lazy("Choose the better response (left or right)."),
+            "invalid_choice": gettext_lazy("The choice must be left or right."),
+        },
+    )
+
+
 class PairwiseTask(TaskType):
     key = "pairwise"
     label = gettext_lazy("Pairwise preference")
     template_name = "annotation/tasks/pairwise.html"
+    script_name = "annotation/tasks/pairwise.js"
+    form_class = PairwiseForm
+    target_fields = ("output_a", "output_b", "reference")
+    yields = "battles"
     instructions = gettext_lazy(
         "Read the instruction and look at the image(s). Then choose the better of the two responses, "
         "judging accuracy, helpfulness and detail. You must pick one; if they seem equally good, pick "
         "either. Keys: 1 or ← for the left response, 2 or → for the right one, Enter to submit."
     )
 
-    def make_item(self, *, round, target, position):
-        from ..models import WorkItem
-
+    def target_columns(self, target):
         try:
             side_a, side_b = target
         except (TypeError, ValueError):
@@ -42,22 +55,34 @@ class PairwiseTask(TaskType):
         if not isinstance(side_a, ModelOutput):
             raise ValidationError("the first side of a pairwise item is a model output")
         if isinstance(side_b, ModelOutput):
-            if side_b.instance_id != side_a.instance_id:
-                raise ValidationError("both outputs of a pair answer the same instance")
-            if side_b.pk == side_a.pk:
-                raise ValidationError("a pair needs two different outputs")
-            return WorkItem(
-                round=round, position=position, output_a=side_a, output_b=side_b,
-                side_a_name=side_a.model_name, side_b_name=side_b.model_name,
-            )
+            return {"output_a": side_a, "output_b": side_b}
         if isinstance(side_b, AcceptedReference):
-            if side_b.instance_id != side_a.instance_id:
-                raise ValidationError("the reference answers the same instance as the output")
-            return WorkItem(
-                round=round, position=position, output_a=side_a, reference=side_b,
-                side_a_name=side_a.model_name, side_b_name=settings.ANNOTATION_REFERENCE_SIDE_NAME,
-            )
+            return {"output_a": side_a, "reference": side_b}
         raise ValidationError("the second side of a pairwise item is a model output or an accepted reference")
+
+    def check_targets(self, item):
+        """Two distinct outputs of one instance, or an output and that instance's accepted reference;
+        the side names come from the targets."""
+        if item.output_a_id is None:
+            raise ValidationError({"output_a": _("A pairwise item needs a model output as side A.")})
+        if (item.output_b_id is None) == (item.reference_id is None):
+            raise ValidationError({"output_b": _(
+                "Side B is either a second model output or the instance's accepted reference (exactly one)."
+            )})
+        if item.output_b_id is not None:
+            if item.output_b_id == item.output_a_id:
+                raise ValidationError({"output_b": _("A pair needs two different outputs.")})
+            if item.output_b.instance_id != item.output_a.instance_id:
+                raise ValidationError({"output_b": _("Both outputs of a pair must answer the same instance.")})
+            item.side_a_name, item.side_b_name = item.output_a.model_name, item.output_b.model_name
+        else:
+            if item.reference.instance_id != item.output_a.instance_id:
+                raise ValidationError({"reference": _("The reference must belong to the output's instance.")})
+            item.side_a_name = item.output_a.model_name
+            item.side_b_name = settings.ANNOTATION_REFERENCE_SIDE_NAME
+        if item.side_a_name == item.side_b_name:
+            raise ValidationError({"output_b": _("Both sides come from %(name)s; a battle needs two names.")
+                                   % {"name": item.side_a_name}})
 
     def present(self, *, item, rng):
         left = rng.choice(["a", "b"])
@@ -70,15 +95,6 @@ class PairwiseTask(TaskType):
             "left": {"text": texts[assignment.presentation["left"]]},
             "right": {"text": texts[assignment.presentation["right"]]},
         }
-
-    def validate(self, *, assignment, data, files):
-        data = require_dict(data)
-        choice = data.get("choice")
-        if not choice:
-            raise ValidationError(_("Choose the better response (left or right)."))
-        if choice not in CHOICES:
-            raise ValidationError(_("The choice must be left or right."))
-        return {"choice": choice}
 
     def result(self, assignment):
         return {"winner": assignment.presentation[assignment.payload["choice"]]}
@@ -101,3 +117,42 @@ class PairwiseTask(TaskType):
         else:
             winner = "a" if votes["a"] > votes["b"] else "b"
         return {"winner": winner, "votes": votes, "agreement": max(votes.values()), "judgments": sum(votes.values())}
+
+    def simulate(self, *, assignment, rng, accuracy):
+        item = assignment.item
+        expected = item.gold_answer.get("winner") if item.is_gold else None
+        winner = gold_choice(rng=rng, accuracy=accuracy, choices=["a", "b"], expected=expected)
+        return {"choice": next(side for side in CHOICES if assignment.presentation[side] == winner)}
+
+    def gold_question(self, item):
+        if item.gold_answer.get("winner") not in ("a", "b"):
+            return None
+        texts = side_texts(item)
+        return {
+            "text": f"Instruction: {item.output_a.instance.instruction}\n\nResponse A: {texts['a']}\n\n"
+                    f"Response B: {texts['b']}\n\nWhich response is better?",
+            "choices": [("a", "Response A"), ("b", "Response B")],
+            "expected": item.gold_answer["winner"],
+        }
+
+    def judgment_queryset(self, assignments):
+        return assignments.select_related("item__output_a__instance__family")
+
+    def judgment_rows(self, assignment):
+        """One battle per judgment: ``winner`` is model_a or model_b (forced choice: humans never tie)."""
+        item = assignment.item
+        return [{
+            "round_id": assignment.round_id,
+            "item_id": item.pk,
+            "assignment_id": assignment.pk,
+            "instance_id": item.output_a.instance_id,
+            "category": item.output_a.instance.family.name,
+            "model_a": item.side_a_name,
+            "model_b": item.side_b_name,
+            "winner": f"model_{assignment.result['winner']}",
+            "worker_id": assignment.worker_id,
+            "left": assignment.presentation["left"],
+            "is_gold": item.is_gold,
+            "submitted_at": assignment.submitted_at,
+            "duration_seconds": assignment.duration_seconds,
+        }]

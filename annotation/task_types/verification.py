@@ -3,43 +3,54 @@ from __future__ import annotations
 
 from collections import Counter
 
+from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import ProtectedError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from datasets_app import instance_status
 from datasets_app.models import AcceptedReference, Instance, ReferenceCandidate, Source, Verification
 
-from .base import TaskType, clean_text, current_captions, instance_view, require_dict
+from .base import StrictBooleanField, TaskType, TextField, current_captions, gold_choice, instance_view
 
 # What a worker may answer; "no outcome" is only ever an aggregate (no majority).
 WORKER_OUTCOMES = [
-    Verification.Outcome.CORRECT,
-    Verification.Outcome.CAPTION_PROBLEM,
-    Verification.Outcome.RESPONSE_PROBLEM,
+    (Verification.Outcome.CORRECT, gettext_lazy("Correct")),
+    (Verification.Outcome.CAPTION_PROBLEM, gettext_lazy("Incorrect: the caption misses or misstates something")),
+    (Verification.Outcome.RESPONSE_PROBLEM,
+     gettext_lazy("Incorrect: the answer is wrong although the caption is fine")),
 ]
 OUTCOME_TO_DISCARD_REASON = {
     Verification.Outcome.CAPTION_PROBLEM: Instance.DiscardReason.CAPTION,
     Verification.Outcome.RESPONSE_PROBLEM: Instance.DiscardReason.RESPONSE,
     Verification.Outcome.NO_OUTCOME: Instance.DiscardReason.UNVERIFIED,
 }
-TRUE_WORDS = {"true", "1", "on", "yes"}
-FALSE_WORDS = {"false", "0", "off", "no", ""}
 
 
-def _clean_bool(value, *, label: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in TRUE_WORDS | FALSE_WORDS:
-        return value.lower() in TRUE_WORDS
-    if value is None:
-        return False
-    raise ValidationError(_("%(field)s must be true or false.") % {"field": label})
+class VerificationForm(forms.Form):
+    outcome = forms.ChoiceField(
+        choices=[(str(value), label) for value, label in WORKER_OUTCOMES],
+        error_messages={
+            "required": gettext_lazy("Choose whether the answer is correct."),
+            "invalid_choice": gettext_lazy("Unknown judgment %(value)s."),
+        },
+    )
+    harmful = StrictBooleanField(required=False)
+    comment = TextField(required=False, max_length=2000)
+
+    def clean_outcome(self):
+        return str(self.cleaned_data["outcome"])
 
 
 class VerificationTask(TaskType):
     key = "verification"
     label = gettext_lazy("Reference verification")
     template_name = "annotation/tasks/verification.html"
+    form_class = VerificationForm
+    target_fields = ("candidate",)
+    # An odd panel, so a majority usually exists.
+    default_workers_per_item = 3
     instructions = gettext_lazy(
         "Read the instruction, look at the image(s) and the caption(s), then judge the answer written "
         "by a language model from the captions. Is it correct? If not, is the problem that the caption "
@@ -47,12 +58,14 @@ class VerificationTask(TaskType):
         "give offensive, unsound or harmful advice."
     )
 
-    def make_item(self, *, round, target, position):
-        from ..models import WorkItem
-
+    def target_columns(self, target):
         if not isinstance(target, ReferenceCandidate):
             raise ValidationError("verification items are reference candidates")
-        return WorkItem(round=round, position=position, candidate=target)
+        return {"candidate": target}
+
+    def check_targets(self, item):
+        if item.candidate_id is None:
+            raise ValidationError({"candidate": _("A verification item needs a reference candidate.")})
 
     def context(self, assignment):
         candidate = assignment.item.candidate
@@ -60,26 +73,7 @@ class VerificationTask(TaskType):
             "instance": instance_view(candidate.instance),
             "captions": current_captions(candidate.instance),
             "candidate": {"text": candidate.text},
-            "outcomes": [
-                {"value": Verification.Outcome.CORRECT.value, "label": _("Correct")},
-                {"value": Verification.Outcome.CAPTION_PROBLEM.value,
-                 "label": _("Incorrect: the caption misses or misstates something")},
-                {"value": Verification.Outcome.RESPONSE_PROBLEM.value,
-                 "label": _("Incorrect: the answer is wrong although the caption is fine")},
-            ],
-        }
-
-    def validate(self, *, assignment, data, files):
-        data = require_dict(data)
-        outcome = data.get("outcome")
-        if not outcome:
-            raise ValidationError(_("Choose whether the answer is correct."))
-        if outcome not in WORKER_OUTCOMES:
-            raise ValidationError(_("Unknown judgment %(value)s.") % {"value": str(outcome)[:50]})
-        return {
-            "outcome": outcome,
-            "harmful": _clean_bool(data.get("harmful"), label=_("The harmful flag")),
-            "comment": clean_text(data, "comment", label=_("The comment"), max_length=2000, required=False),
+            "outcomes": [{"value": str(value), "label": str(label)} for value, label in WORKER_OUTCOMES],
         }
 
     def result(self, assignment):
@@ -99,7 +93,11 @@ class VerificationTask(TaskType):
         assignment.result = {**self.result(assignment), "verification_id": verification.pk}
 
     def aggregate(self, item):
-        """Majority outcome (a tie is no outcome); a majority harmful flag discards as harmful."""
+        """Majority outcome (a tie is no outcome); a majority harmful flag discards as harmful.
+
+        Computed from scratch each time, so a verdict revised after a rejected judgment replaces the
+        earlier one; with no judgment left the verdict is withdrawn.
+        """
         from ..models import Assignment
 
         judgments = list(
@@ -107,23 +105,24 @@ class VerificationTask(TaskType):
             .exclude(review_status=Assignment.ReviewStatus.REJECTED)
             .values_list("payload", flat=True)
         )
+        candidate = item.candidate
+        instance = candidate.instance
         if not judgments:
+            self.on_reopened(item)
             return None
         votes = Counter(payload["outcome"] for payload in judgments)
         (top, top_count), *rest = votes.most_common()
         outcome = top if not rest or rest[0][1] < top_count else Verification.Outcome.NO_OUTCOME
         harmful_votes = sum(payload["harmful"] for payload in judgments)
         harmful = harmful_votes * 2 > len(judgments)
-        candidate = item.candidate
         Verification.objects.update_or_create(
             candidate=candidate,
             is_aggregate=True,
             defaults={"outcome": outcome, "harmful": harmful, "source": Source.CROWD, "comment": ""},
         )
-        instance = candidate.instance
         if outcome == Verification.Outcome.CORRECT and not harmful:
-            instance.status = Instance.Status.VERIFIED
-            instance.discard_reason = Instance.DiscardReason.NONE
+            if instance.status != Instance.Status.VERIFIED:
+                instance_status.verified(instance)
             if not AcceptedReference.objects.filter(instance=instance).exists():
                 reference = AcceptedReference(
                     instance=instance,
@@ -134,15 +133,54 @@ class VerificationTask(TaskType):
                 reference.full_clean()
                 reference.save()
         else:
-            instance.status = Instance.Status.DISCARDED
-            instance.discard_reason = (
-                Instance.DiscardReason.HARMFUL if harmful else OUTCOME_TO_DISCARD_REASON[outcome]
+            _drop_reference(candidate)
+            instance_status.discarded(
+                instance, reason=Instance.DiscardReason.HARMFUL if harmful else OUTCOME_TO_DISCARD_REASON[outcome]
             )
-        instance.full_clean()
-        instance.save(update_fields=["status", "discard_reason", "updated_at"])
         return {
             "outcome": str(outcome),
             "harmful": harmful,
             "votes": {str(key): count for key, count in votes.items()},
             "harmful_votes": harmful_votes,
         }
+
+    def on_reopened(self, item):
+        """The verdict no longer stands: the instance waits for verification again."""
+        candidate = item.candidate
+        instance = candidate.instance
+        Verification.objects.filter(candidate=candidate, is_aggregate=True).delete()
+        _drop_reference(candidate)
+        if instance.status in (Instance.Status.VERIFIED, Instance.Status.DISCARDED):
+            instance_status.verdict_withdrawn(instance)
+
+    def simulate(self, *, assignment, rng, accuracy):
+        item = assignment.item
+        expected = item.gold_answer.get("outcome") if item.is_gold else None
+        outcome = gold_choice(rng=rng, accuracy=accuracy, choices=[str(v) for v, _label in WORKER_OUTCOMES],
+                              expected=expected)
+        return {"outcome": outcome, "harmful": False, "comment": ""}
+
+    def gold_question(self, item):
+        choices = [(str(value), str(label)) for value, label in WORKER_OUTCOMES]
+        if item.gold_answer.get("outcome") not in dict(choices):
+            return None
+        candidate = item.candidate
+        return {
+            "text": f"Instruction: {candidate.instance.instruction}\n\nAnswer: {candidate.text}\n\n"
+                    "Is the answer correct?",
+            "choices": choices,
+            "expected": item.gold_answer["outcome"],
+        }
+
+
+def _drop_reference(candidate) -> None:
+    """Remove the accepted reference this candidate became, unless a pairwise item already uses it."""
+    try:
+        AcceptedReference.objects.filter(
+            candidate=candidate, origin=AcceptedReference.Origin.VERIFIED_CANDIDATE
+        ).delete()
+    except ProtectedError:
+        raise ValidationError(_(
+            "The verified reference of this candidate is already a side of pairwise items; "
+            "its verdict cannot change."
+        )) from None
