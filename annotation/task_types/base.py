@@ -30,6 +30,8 @@ class TaskType:
     form_class: ClassVar[type[forms.Form]]
     # WorkItem columns this type's targets use; the others stay empty.
     target_fields: ClassVar[tuple[str, ...]]
+    # For a type whose items have one target: its model (stored in the one column of target_fields).
+    target_model: ClassVar[type | None] = None
     # Workers per item when the platform creates a round of this type itself (follow-up rounds).
     default_workers_per_item: ClassVar[int] = 1
     # The type of round a round of this type may name as its follow-up (VisIT-Bench chaining).
@@ -40,16 +42,20 @@ class TaskType:
     # --- items ---------------------------------------------------------------------------------
 
     def make_item(self, *, round: CollectionRound, target: Any, position: int) -> WorkItem:
-        """An unsaved, checked WorkItem of ``round`` pointing at ``target``."""
+        """An unsaved WorkItem of ``round`` pointing at ``target``; its ``full_clean`` runs ``check_item``."""
         from ..models import WorkItem
 
-        item = WorkItem(round=round, position=position, **self.target_columns(target))
-        self.check_item(item)
-        return item
+        return WorkItem(round=round, position=position, **self.target_columns(target))
 
     def target_columns(self, target: Any) -> dict:
-        """The WorkItem columns for ``target``; raises ValidationError when it is not one this type takes."""
-        raise NotImplementedError
+        """The WorkItem columns for ``target``; raises ValidationError when it is not one this type takes.
+
+        Types with one target (``target_model``) need not override this."""
+        if self.target_model is None:
+            raise NotImplementedError
+        if not isinstance(target, self.target_model):
+            raise ValidationError(f"{self.key} items are {self.target_model._meta.verbose_name_plural}")
+        return {self.target_fields[0]: target}
 
     def check_item(self, item: WorkItem) -> None:
         """Refuse (ValidationError keyed by column) an item whose targets do not fit this type, and fill
@@ -64,7 +70,12 @@ class TaskType:
         self.check_targets(item)
 
     def check_targets(self, item: WorkItem) -> None:
-        """Type-specific checks of the item's targets (only columns of ``target_fields`` are set)."""
+        """Type-specific checks of the item's targets (only columns of ``target_fields`` are set).
+
+        By default a one-target type needs its target; types that check more call this first."""
+        if self.target_model is not None and getattr(item, f"{self.target_fields[0]}_id") is None:
+            raise ValidationError({self.target_fields[0]: _("A %(type)s item needs a %(target)s.") % {
+                "type": self.label, "target": self.target_model._meta.verbose_name}})
 
     # --- the page and the submission -----------------------------------------------------------
 

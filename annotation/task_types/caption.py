@@ -43,6 +43,7 @@ class CaptionTask(TaskType):
     label = gettext_lazy("Instruction-conditioned caption")
     template_name = "annotation/tasks/caption.html"
     form_class = CaptionForm
+    target_model = Instance
     target_fields = ("instance",)
     follow_up_type = "verification"
     instructions = gettext_lazy(
@@ -51,14 +52,8 @@ class CaptionTask(TaskType):
         "positions and any text in the image."
     )
 
-    def target_columns(self, target):
-        if not isinstance(target, Instance):
-            raise ValidationError("caption items are instances")
-        return {"instance": target}
-
     def check_targets(self, item):
-        if item.instance_id is None:
-            raise ValidationError({"instance": _("A caption item needs an instance.")})
+        super().check_targets(item)
         if not item.instance.image_links.exists():
             raise ValidationError({"instance": _("Instance %(id)s has no image to caption.") % {"id": item.instance_id}})
 

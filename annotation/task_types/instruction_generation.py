@@ -111,6 +111,7 @@ class InstructionGeneration(TaskType):
     template_name = "annotation/tasks/instruction_generation.html"
     script_name = "annotation/tasks/instruction_generation.js"
     form_class = InstructionGenerationForm
+    target_model = InstructionFamily
     target_fields = ("family",)
     follow_up_type = "caption"
     instructions = gettext_lazy(
@@ -119,15 +120,6 @@ class InstructionGeneration(TaskType):
         "only permissively licensed images (for example from Openverse) and say who made the image "
         "and where you found it."
     )
-
-    def target_columns(self, target):
-        if not isinstance(target, InstructionFamily):
-            raise ValidationError("instruction generation items are instruction families")
-        return {"family": target}
-
-    def check_targets(self, item):
-        if item.family_id is None:
-            raise ValidationError({"family": _("An instruction generation item needs an instruction family.")})
 
     def context(self, assignment):
         family = assignment.item.family

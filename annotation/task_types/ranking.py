@@ -41,6 +41,7 @@ class RankingTask(TaskType):
     template_name = "annotation/tasks/ranking.html"
     script_name = "annotation/tasks/ranking.js"
     form_class = RankingForm
+    target_model = ReviewSet
     target_fields = ("review_set",)
     yields = "rankings"
     instructions = gettext_lazy(
@@ -49,15 +50,9 @@ class RankingTask(TaskType):
         "review, use its Up and Down buttons, or focus it and press the ↑ and ↓ keys."
     )
 
-    def target_columns(self, target):
-        if not isinstance(target, ReviewSet):
-            raise ValidationError("ranking items are review sets")
-        return {"review_set": target}
-
     def check_targets(self, item):
-        review_set = item.review_set if item.review_set_id else None
-        if review_set is None:
-            raise ValidationError({"review_set": _("A ranking item needs a review set.")})
+        super().check_targets(item)
+        review_set = item.review_set
         if review_set.reviews.count() != ReviewSet.REVIEWS_PER_SET:
             raise ValidationError({"review_set": _("Review set %(id)s does not have %(n)d reviews.")
                                    % {"id": review_set.pk, "n": ReviewSet.REVIEWS_PER_SET}})

@@ -48,6 +48,7 @@ class VerificationTask(TaskType):
     label = gettext_lazy("Reference verification")
     template_name = "annotation/tasks/verification.html"
     form_class = VerificationForm
+    target_model = ReferenceCandidate
     target_fields = ("candidate",)
     # An odd panel, so a majority usually exists.
     default_workers_per_item = 3
@@ -57,15 +58,6 @@ class VerificationTask(TaskType):
         "missed something the instruction needs, or is the answer itself wrong? Also flag answers that "
         "give offensive, unsound or harmful advice."
     )
-
-    def target_columns(self, target):
-        if not isinstance(target, ReferenceCandidate):
-            raise ValidationError("verification items are reference candidates")
-        return {"candidate": target}
-
-    def check_targets(self, item):
-        if item.candidate_id is None:
-            raise ValidationError({"candidate": _("A verification item needs a reference candidate.")})
 
     def context(self, assignment):
         candidate = assignment.item.candidate
