@@ -3,6 +3,7 @@ is shown (an item written past the checks is refused cleanly and given back)."""
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.urls import reverse
@@ -95,7 +96,7 @@ def test_admin_derives_side_names_so_battles_have_model_names(admin_client):
                                  {**item_form(round, output_a=output_b, reference=reference), "position": 51})
     assert response.status_code == 302
     names = list(WorkItem.objects.filter(round=round).order_by("position").values_list("side_a_name", "side_b_name"))
-    assert names == [("alpha", "beta"), ("beta", "reference")]
+    assert names == [("alpha", "beta"), ("beta", settings.ANNOTATION_REFERENCE_SIDE_NAME)]
     # The stored names feed the battles.
     services.open_round(round=round)
     worker = make_worker()
