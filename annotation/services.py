@@ -476,6 +476,9 @@ def submit_assignment(
     with transaction.atomic():
         assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker)
         handler = get_task_type(assignment.round.task_type)
+        if assignment.status == Assignment.Status.ASSIGNED and not item_fits(item=assignment.item, handler=handler):
+            # Its page gives it back on the next load; an answer to it cannot be checked.
+            raise BrokenItem(_("This task cannot be shown and was given back; please take the next one."))
         try:
             validated = handler.validate(assignment=assignment, data=data, files=files)
         except ValidationError as error:

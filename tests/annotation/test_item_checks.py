@@ -165,3 +165,13 @@ def test_the_api_refuses_a_broken_item_with_409_json(client):
     response = client.post(url)
     assert response.status_code == 409 and "given back" in response.json()["detail"]
     assert client.post(url).json()["assignment"] is None  # nothing else in the round
+
+
+def test_an_answer_to_a_broken_item_is_refused_not_a_500(client):
+    round = make_round(task_type="caption", targets=[make_instance()])
+    client.force_login(make_worker_user())
+    assignment = client.post(reverse("annotation-api:next", args=[round.pk])).json()["assignment"]
+    break_item(WorkItem.objects.get(pk=round.items.get().pk), instance=None, family=make_family())
+    response = client.post(assignment["submit_url"], {"captions": ["A red square."]}, content_type="application/json")
+    assert response.status_code == 409 and "given back" in response.json()["detail"]
+    assert Assignment.objects.get(pk=assignment["id"]).status == Assignment.Status.ASSIGNED
