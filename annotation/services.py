@@ -77,7 +77,7 @@ def _message(error: ValidationError) -> str:
 @transaction.atomic
 def get_or_create_local_worker(*, user) -> Worker:
     worker, _created = Worker.objects.get_or_create(
-        provider=Worker.Provider.LOCAL, external_id=str(user.pk), defaults={"user": user}
+        provider=Worker.LOCAL, external_id=str(user.pk), defaults={"user": user}
     )
     return worker
 

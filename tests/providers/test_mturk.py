@@ -12,8 +12,9 @@ from annotation.models import Assignment
 from mturk.models import HIT
 from mturk.provider import MTurkProvider, external_question, parse_answers, submit_hosts
 from providers import services
+from providers.review import review_submissions
 from providers.base import InsufficientBalance, OverBudget, ProviderError
-from providers.dry_run import simulate_mturk_worker
+from mturk.rehearsal import simulate_mturk_worker
 from providers.models import BonusPayment, Publication
 
 pytestmark = pytest.mark.django_db
@@ -175,7 +176,7 @@ def test_approval_that_mturk_already_made_is_not_an_error(mturk_fake, round_fact
     work(mturk_fake, round, workers=1)
     assignment = Assignment.objects.get(round=round)
     provider().client.approve_assignment(AssignmentId=assignment.provider_assignment_id)
-    services.approve(assignment=assignment, providers={"mturk": provider()})
+    review_submissions(assignments=[assignment], decision="approve", providers={"mturk": provider()})
     assignment.refresh_from_db()
     assert assignment.review_status == "approved"
     assert mturk_fake.total_paid("reward") == "0.50"

@@ -9,7 +9,7 @@ from mturk.models import HIT
 from mturk.provider import MTurkProvider
 from providers import services
 from providers.models import Publication
-from providers.prolific import ProlificProvider, completion_code
+from providers.prolific.provider import ProlificProvider, completion_code
 from providers.worker_access import task_token
 
 pytestmark = pytest.mark.django_db
