@@ -439,7 +439,9 @@ def submit_assignment(
             )
         if assignment.round.status != CollectionRound.Status.OPEN:
             raise RoundNotOpen(_("This round is closed; the submission was not stored."))
-        if assignment.status != Assignment.Status.ASSIGNED or assignment.expires_at <= now:
+        # An expired assignment still takes work that reached its provider in time: a sync stores it
+        # with the provider's submission time as ``now``.
+        if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.EXPIRED) or assignment.expires_at <= now:
             raise AssignmentNotActive(_("The time for this task ran out; the submission was not stored."))
 
         assignment.payload = payload
