@@ -5,6 +5,7 @@ package; nothing outside it switches on its name. Adding one is a package plus o
 """
 from __future__ import annotations
 
+from crowdbench.errors import ServiceError
 from mturk.provider import MTurkProvider
 
 from .base import CrowdProvider
@@ -18,8 +19,8 @@ PROVIDERS: dict[str, type[CrowdProvider]] = {
 }
 
 
-class UnknownProvider(ValueError):
-    pass
+class UnknownProvider(ServiceError, ValueError):
+    status_code = 400
 
 
 def provider_class(name: str) -> type[CrowdProvider]:
