@@ -256,13 +256,15 @@ class FakeProlificServer(FakeService):
             return self._balance
 
     def payments(self) -> list[Payment]:
-        """Every payment made: rewards on approval and every *pay* of a bonus record."""
+        """Every payment made: rewards on approval and every settled *pay* of a bonus record."""
         with self._lock:
+            self._refresh()  # what is due by the fake's clock has settled
             return list(self._payments)
 
     def total_paid(self, kind: str | None = None) -> int:
         """Minor units paid to participants (fees excluded), optionally "reward" or "bonus"."""
         with self._lock:
+            self._refresh()  # what is due by the fake's clock has settled
             return sum(p.amount for p in self._payments if kind in (None, p.kind))
 
     def settle_bonus_payments(self) -> int:
@@ -273,11 +275,13 @@ class FakeProlificServer(FakeService):
     def bonus_payments_settling(self) -> int:
         """Accepted bonus pay calls not yet settled."""
         with self._lock:
+            self._refresh()  # what is due by the fake's clock has settled
             return sum(len(record.settling) for record in self._bonus_records.values())
 
     def total_bonus_paid(self, participant_id: str | None = None) -> int:
         """Settled bonus minor units, in total or to one participant: double payment shows here."""
         with self._lock:
+            self._refresh()  # what is due by the fake's clock has settled
             total = 0
             for payment in self._payments:
                 if payment.kind != "bonus":
