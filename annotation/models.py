@@ -26,15 +26,29 @@ def validate_language_codes(value: object) -> None:
         )
 
 
+def known_provider_names() -> list[str]:
+    """Names of the registered crowd providers (``providers.registry``; read lazily, it builds on
+    this app)."""
+    from providers.registry import PROVIDERS
+
+    return sorted(PROVIDERS)
+
+
+def validate_provider_name(value: object) -> None:
+    if value not in known_provider_names():
+        raise ValidationError(
+            _("Unknown crowd provider %(value)s; known: %(known)s"),
+            params={"value": value, "known": ", ".join(known_provider_names())},
+        )
+
+
 class Worker(models.Model):
     """Someone who does tasks: a local user, or a provider's worker id (Prolific PID, MTurk workerId)."""
 
-    class Provider(models.TextChoices):
-        LOCAL = "local", "Local login"
-        PROLIFIC = "prolific", "Prolific"
-        MTURK = "mturk", "Amazon Mechanical Turk"
+    # Workers who log in to the platform itself; every other provider name comes from the registry.
+    LOCAL = "local"
 
-    provider = models.CharField(max_length=20, choices=Provider.choices, default=Provider.LOCAL)
+    provider = models.CharField(max_length=20, default=LOCAL, validators=[validate_provider_name])
     external_id = models.CharField(
         max_length=200, help_text="The provider's worker id; the user id for local workers."
     )
@@ -95,10 +109,12 @@ def validate_qualification_rules(value: object) -> None:
         raise ValidationError(_("language_matched must be true or false."))
     if "providers" in value:
         providers = value["providers"]
-        if not isinstance(providers, list) or not set(providers) <= set(Worker.Provider.values):
+        if not isinstance(providers, list) or not all(
+            isinstance(name, str) and name in known_provider_names() for name in providers
+        ):
             raise ValidationError(
                 _("providers must be a list drawn from %(known)s."),
-                params={"known": ", ".join(Worker.Provider.values)},
+                params={"known": ", ".join(known_provider_names())},
             )
 
 

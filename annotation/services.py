@@ -94,7 +94,7 @@ def _invalid_submission(error: ValidationError) -> InvalidSubmission:
 @transaction.atomic
 def get_or_create_local_worker(*, user) -> Worker:
     worker, _created = Worker.objects.get_or_create(
-        provider=Worker.Provider.LOCAL, external_id=str(user.pk), defaults={"user": user}
+        provider=Worker.LOCAL, external_id=str(user.pk), defaults={"user": user}
     )
     return worker
 
@@ -494,7 +494,9 @@ def submit_assignment(
             )
         if assignment.round.status != CollectionRound.Status.OPEN:
             raise RoundNotOpen(_("This round is closed; the submission was not stored."))
-        if assignment.status != Assignment.Status.ASSIGNED or assignment.expires_at <= now:
+        # An expired assignment still takes work that reached its provider in time: a sync stores it
+        # with the provider's submission time as ``now``.
+        if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.EXPIRED) or assignment.expires_at <= now:
             raise AssignmentNotActive(_("The time for this task ran out; the submission was not stored."))
 
         assignment.payload = payload

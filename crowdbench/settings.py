@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "datasets_app",
     "annotation",
     "providers",
+    "providers.prolific",  # the Prolific package's pages and script
     "mturk",
     "evaluation",
     "llm",
@@ -242,6 +243,11 @@ MTURK_LIFETIME_SECONDS = env_number("MTURK_LIFETIME_SECONDS", str(7 * 24 * 3600)
 MTURK_AUTO_APPROVAL_DELAY_SECONDS = env_number("MTURK_AUTO_APPROVAL_DELAY_SECONDS", str(3 * 24 * 3600), int)
 PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
 PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
+# Empty: the account's only workspace, from the workspaces endpoint; studies then go to its default project.
+PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")
+PROLIFIC_PROJECT_ID = os.environ.get("PROLIFIC_PROJECT_ID", "")
+# Prolific settles bonus payments minutes after the pay call; one not shown after this was not made.
+PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS = env_number("PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS", str(24 * 3600), int)
 PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.3333")  # service fee on rewards and bonuses
 PROLIFIC_MAX_ATTEMPTS = env_number("PROLIFIC_MAX_ATTEMPTS", "4", int)  # for safe calls only
 # First pause before our own retries of throttled / failing provider calls; doubles each time.

@@ -159,6 +159,8 @@ def requirements_from(options: dict, *, environment: str) -> list[dict]:
 
 class MTurkProvider(CrowdProvider):
     name = "mturk"
+    label = "Amazon Mechanical Turk"
+    worker_urls = "mturk.urls"
     bonus_fee_rate = BASE_FEE_RATE
 
     def __init__(self, *, endpoint: str | None = None, client=None, credentials: tuple[str, str] | None = None,
@@ -368,3 +370,9 @@ class MTurkProvider(CrowdProvider):
 
     def balance(self) -> Decimal | None:
         return Decimal(self._call("get_account_balance")["AvailableBalance"])
+
+    @classmethod
+    def rehearsal(cls, *, seed, currency):
+        from .rehearsal import MTurkRehearsal
+
+        return MTurkRehearsal(provider_class=cls, seed=seed)

@@ -101,9 +101,18 @@ class CostEstimate:
 
 
 class CrowdProvider(abc.ABC):
-    """Publish a round, sync its submissions, review, pay, block, qualify, expire, and cost it."""
+    """Publish a round, sync its submissions, review, pay, block, qualify, expire, and cost it.
+
+    A provider package also owns its worker pages (``worker_urls``: a URL module mounted at
+    ``/work/<name>/``) and its rehearsal (``rehearsal``: a fake of the platform and simulated workers).
+    """
 
     name: str = ""
+    label: str = ""
+    # Dotted path of the URL module of the provider's worker pages, or None without such pages.
+    worker_urls: str | None = None
+    # Whether submissions arrive from the platform (listed by ``list_submissions`` at sync).
+    lists_submissions: bool = True
 
     @abc.abstractmethod
     def publish(self, *, round: CollectionRound, publication: Publication) -> PublishResult:
@@ -129,6 +138,10 @@ class CrowdProvider(abc.ABC):
     def send_bonus(self, *, payment: BonusPayment) -> None:
         """Pay one ledger row. Must never pay a row twice, even when called again after a failure."""
 
+    # Whether an accepted pay call settles later (the row stays "possibly paid" until
+    # ``bonus_was_paid`` confirms it) rather than at once.
+    bonus_settles_later: bool = False
+
     def bonus_was_paid(self, *, payment: BonusPayment) -> bool | None:
         """For a ledger row whose pay call may have gone out: did it pay? None when unknowable.
 
@@ -142,6 +155,15 @@ class CrowdProvider(abc.ABC):
     @abc.abstractmethod
     def block(self, *, worker: Worker, reason: str) -> None:
         """Stop the worker from taking our tasks on the platform."""
+
+    def after_submit(self, *, assignment: Assignment) -> dict:
+        """Extra fields of the worker page's answer to a stored submission (e.g. where to go next)."""
+        return {}
+
+    @classmethod
+    def rehearsal(cls, *, seed: int | None, currency: str) -> Rehearsal:
+        """A rehearsal of this provider: its fake started in-process, and its simulated workers."""
+        raise ProviderRefused(f"the {cls.name} provider cannot be rehearsed")
 
     def qualify(self, *, worker: Worker, qualification: str, value: int = 1) -> None:
         """Grant a worker one of our qualifications; platforms without them ignore it."""
@@ -178,3 +200,24 @@ class CrowdProvider(abc.ABC):
 
     def reward_fee(self, *, reward: Decimal, rate: Decimal) -> Decimal:
         return money(reward * rate) if reward and rate else Decimal("0.00")
+
+
+class Rehearsal(abc.ABC):
+    """A dry run's view of one provider: the provider bound to its fake, workers, and the fake's bill."""
+
+    provider: CrowdProvider
+
+    @abc.abstractmethod
+    def simulate_workers(self, *, round: CollectionRound, publication: Publication, rng, accuracy: float,
+                         median_seconds: float) -> int:
+        """Simulated workers take and submit the round's tasks as real ones would; returns how many."""
+
+    def settle(self) -> None:
+        """Let payments the platform settles later settle now (the fake's clock moves on)."""
+
+    @abc.abstractmethod
+    def spend(self, *, round: CollectionRound) -> tuple[Decimal, Decimal, Decimal]:
+        """(rewards, bonuses, fees) that would have been paid."""
+
+    def stop(self) -> None:
+        """Stop the fake."""

@@ -37,7 +37,8 @@ class Publication(models.Model):
 class BonusPayment(models.Model):
     class Status(models.TextChoices):
         REQUESTED = "requested", "Requested"  # recorded, no pay call made yet
-        SENDING = "sending", "Sending"  # a pay call went out; its outcome must be checked, not repeated
+        # A pay call went out (or may have): possibly paid until the provider shows it; checked, never repeated blindly.
+        SENDING = "sending", "Sending"
         PAID = "paid", "Paid"
         FAILED = "failed", "Failed"  # refused by the provider (e.g. no funds); nothing paid, retried next run
 
@@ -52,6 +53,7 @@ class BonusPayment(models.Model):
     provider_record_id = models.CharField(max_length=200, blank=True, help_text="e.g. Prolific's bonus record id.")
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True, help_text="When the last pay call went out.")
     paid_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

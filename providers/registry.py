@@ -1,20 +1,34 @@
-"""Provider name → implementation: the one place to add a crowd provider."""
+"""Provider name → implementation: the one place to add a crowd provider.
+
+Everything a provider knows (client, worker pages, script, fake, dry-run workers) lives in its
+package; nothing outside it switches on its name. Adding one is a package plus one line here.
+"""
 from __future__ import annotations
 
-from django.utils.module_loading import import_string
+from crowdbench.errors import ServiceError
+from mturk.provider import MTurkProvider
 
 from .base import CrowdProvider
+from .local import LocalProvider
+from .prolific.provider import ProlificProvider
 
-PROVIDERS = {
-    "local": "providers.local.LocalProvider",
-    "mturk": "mturk.provider.MTurkProvider",
-    "prolific": "providers.prolific.ProlificProvider",
+PROVIDERS: dict[str, type[CrowdProvider]] = {
+    "local": LocalProvider,
+    "mturk": MTurkProvider,
+    "prolific": ProlificProvider,
 }
 
 
-def get_provider(name: str, **options) -> CrowdProvider:
+class UnknownProvider(ServiceError, ValueError):
+    status_code = 400
+
+
+def provider_class(name: str) -> type[CrowdProvider]:
     try:
-        path = PROVIDERS[name]
-    except KeyError:
-        raise ValueError(f"unknown crowd provider {name!r}; known: {', '.join(sorted(PROVIDERS))}") from None
-    return import_string(path)(**options)
+        return PROVIDERS[name]
+    except (KeyError, TypeError):
+        raise UnknownProvider(f"unknown crowd provider {name!r}; known: {', '.join(sorted(PROVIDERS))}") from None
+
+
+def get_provider(name: str, **options) -> CrowdProvider:
+    return provider_class(name)(**options)

@@ -32,12 +32,14 @@ from .base import (
     money,
 )
 from .models import BonusPayment, Publication
-from .registry import get_provider
+from .registry import get_provider, provider_class
+from .review import APPROVE, review_submissions
 
 logger = logging.getLogger(__name__)
 
 # Bonus rows count against the budget until paid or given up: a refused one is retried by the next run.
 COUNTED_BONUS = list(BonusPayment.Status.values)
+SETTLING = "pay call accepted; the provider settles it later (possibly paid until it shows the payment)"
 UNSETTLED_BONUS = [BonusPayment.Status.REQUESTED, BonusPayment.Status.SENDING, BonusPayment.Status.FAILED]
 
 
@@ -152,6 +154,7 @@ def provider_for_publication(publication: Publication, providers: dict | None = 
 
 @transaction.atomic
 def get_or_create_provider_worker(*, provider: str, external_id: str) -> Worker:
+    provider_class(provider)  # only registered providers have workers
     worker, _created = Worker.objects.get_or_create(provider=provider, external_id=external_id)
     return worker
 
@@ -220,11 +223,14 @@ def sync_round(*, round: CollectionRound, providers: dict | None = None) -> Sync
     """Read every submission the providers hold for the round and match it to ours.
 
     Matched on (provider assignment id, worker id). A submission we lack is saved from the answers
-    the provider holds when the assignment is still open here; anything else is reported.
+    the provider holds, at the time the provider received it: it counts when it reached the
+    provider within the task's time limit, however late the sync runs. Anything else is reported.
     """
     report = SyncReport()
-    for publication in Publication.objects.filter(round=round).exclude(provider="local"):
+    for publication in Publication.objects.filter(round=round):
         provider = provider_for_publication(publication, providers)
+        if not provider.lists_submissions:
+            continue
         for remote in provider.list_submissions(publication=publication):
             if remote.status not in ("submitted", "approved", "rejected"):
                 continue
@@ -241,7 +247,8 @@ def sync_round(*, round: CollectionRound, providers: dict | None = None) -> Sync
             if assignment.status != Assignment.Status.SUBMITTED:
                 try:
                     assignment = crowd.submit_assignment(
-                        assignment_id=assignment.pk, worker=assignment.worker, data=remote.answers
+                        assignment_id=assignment.pk, worker=assignment.worker, data=remote.answers,
+                        now=remote.submitted_at,
                     ).assignment
                     report.recovered += 1
                 except crowd.CrowdWorkError as error:
@@ -269,23 +276,6 @@ def _provider_of(assignment: Assignment, cache: dict) -> CrowdProvider:
     if name not in cache:
         cache[name] = get_provider(name)
     return cache[name]
-
-
-def approve(*, assignment: Assignment, feedback: str = "", providers: dict | None = None) -> Assignment:
-    """Approve at the provider (paying the reward), then here. A rerun finds both done."""
-    provider = _provider_of(assignment, providers if providers is not None else {})
-    if assignment.review_status == Assignment.ReviewStatus.APPROVED:
-        return assignment
-    provider.approve(assignment=assignment, feedback=feedback)
-    return crowd.approve_assignment(assignment=assignment, feedback=feedback)
-
-
-def reject(*, assignment: Assignment, feedback: str, providers: dict | None = None) -> Assignment:
-    provider = _provider_of(assignment, providers if providers is not None else {})
-    if assignment.review_status == Assignment.ReviewStatus.REJECTED:
-        return assignment
-    provider.reject(assignment=assignment, feedback=feedback)
-    return crowd.reject_assignment(assignment=assignment, feedback=feedback)
 
 
 @dataclass
@@ -330,9 +320,10 @@ def send_bonus(*, payment: BonusPayment, providers: dict | None = None) -> Bonus
         if paid:
             return _settle(payment, BonusPayment.Status.PAID)
         if paid is None and not provider.bonus_resend_is_safe:
-            return payment  # left for a person to check; never paid blindly twice
-    BonusPayment.objects.filter(pk=payment.pk).update(status=BonusPayment.Status.SENDING)
-    payment.status = BonusPayment.Status.SENDING
+            # Possibly paid (settling, or the pay call's answer was lost): never paid blindly twice.
+            return payment
+    payment.status, payment.sent_at = BonusPayment.Status.SENDING, timezone.now()
+    BonusPayment.objects.filter(pk=payment.pk).update(status=payment.status, sent_at=payment.sent_at)
     try:
         provider.send_bonus(payment=payment)
     except ProviderRefused as error:
@@ -340,6 +331,11 @@ def send_bonus(*, payment: BonusPayment, providers: dict | None = None) -> Bonus
     except ProviderError as error:
         BonusPayment.objects.filter(pk=payment.pk).update(error=str(error))
         logger.warning("bonus %s not settled: %s", payment.pk, error)
+        return payment
+    if provider.bonus_settles_later:
+        # Accepted, paid later: possibly paid until the provider shows it settled.
+        payment.error = SETTLING
+        payment.save(update_fields=["error", "provider_record_id"])
         return payment
     return _settle(payment, BonusPayment.Status.PAID)
 
@@ -364,12 +360,9 @@ def pay_round(
         Assignment.objects.submitted().filter(round=round, review_status=Assignment.ReviewStatus.SUBMITTED)
         .select_related("worker", "round").order_by("pk")
     )
-    for assignment in pending:
-        try:
-            approve(assignment=assignment, feedback=feedback, providers=cache)
-            report.approved += 1
-        except ProviderError as error:
-            report.errors.append(f"assignment {assignment.pk}: {error}")
+    reviewed = review_submissions(assignments=pending, decision=APPROVE, feedback=feedback, providers=cache)
+    report.approved = len(reviewed.done)
+    report.errors += [f"assignment {assignment.pk}: {message}" for assignment, message in reviewed.failed]
     if top_up:
         _grant_top_ups(round=round, report=report, providers=cache)
     for payment in BonusPayment.objects.filter(assignment__round=round, status__in=UNSETTLED_BONUS).order_by("pk"):

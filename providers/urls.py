@@ -1,12 +1,15 @@
-from django.urls import path
+"""Worker pages of every provider that has them, each under ``/work/<provider name>/``."""
+from django.urls import include, path
 
 from . import views
+from .registry import PROVIDERS
 
 app_name = "providers"
 
 urlpatterns = [
-    path("mturk/<int:round_id>/", views.mturk_task, name="mturk-task"),
-    path("prolific/<int:round_id>/", views.prolific_task, name="prolific-task"),
+    path(f"{name}/", include(provider.worker_urls))
+    for name, provider in PROVIDERS.items()
+    if provider.worker_urls
 ]
 
 api_patterns = (

@@ -1,22 +1,9 @@
-// Pages for workers sent by MTurk or Prolific. annotation/work.js runs the task (timer, keys,
+// Pages for workers sent by a crowd provider. annotation/work.js runs the task (timer, keys,
 // ranking); this script takes over submission: save on our server with the page's signed task
-// token (no cookies: MTurk frames the page), then hand over to the provider.
+// token (no cookies: a provider may frame the page), then announce "crowdbench:saved" on the form
+// with the server's answer. The provider's own script (from its package) hands over from there.
 (function () {
   "use strict";
-
-  function handOverToMTurk(payload) {
-    const mturkForm = document.getElementById("mturk-submit-form");
-    if (payload) document.getElementById("mturk-answers").value = JSON.stringify(payload);
-    document.getElementById("mturk-send").hidden = false;
-    mturkForm.submit();
-  }
-
-  // Reload after a save whose hand-over did not happen: hand over now.
-  const pending = document.getElementById("mturk-submit-form");
-  if (pending && pending.dataset.auto === "true") {
-    handOverToMTurk(null);
-    return;
-  }
 
   const form = document.getElementById("task-form");
   if (!form) return;
@@ -43,11 +30,7 @@
       const body = await response.json().catch(function () { return {}; });
       if (response.ok) {
         statusLine.textContent = form.dataset.msgSaved;
-        if (form.dataset.provider === "mturk") {
-          handOverToMTurk(body.payload);
-        } else if (body.redirect_url) {
-          window.location.assign(body.redirect_url);
-        }
+        form.dispatchEvent(new CustomEvent("crowdbench:saved", { detail: body }));
         return;
       }
       statusLine.textContent = body.detail || form.dataset.msgFailed;

@@ -45,8 +45,13 @@ def test_admin_actions_approve_and_reject(admin_client):
         services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"outcome": "correct"})
         submitted.append(assignment.pk)
     url = reverse("admin:annotation_assignment_changelist")
-    admin_client.post(url, {"action": "approve", "_selected_action": [submitted[0]]})
-    admin_client.post(url, {"action": "reject", "_selected_action": [submitted[1]]})
+    # Each action first asks for the feedback to the workers, then acts on confirmation.
+    asked = admin_client.post(url, {"action": "reject", "_selected_action": [submitted[1]]})
+    assert asked.status_code == 200 and b'name="feedback"' in asked.content
+    assert Assignment.objects.get(pk=submitted[1]).review_status == Assignment.ReviewStatus.SUBMITTED
+    admin_client.post(url, {"action": "approve", "_selected_action": [submitted[0]], "apply": "1", "feedback": ""})
+    admin_client.post(url, {"action": "reject", "_selected_action": [submitted[1]], "apply": "1",
+                            "feedback": "The caption was not read."})
     assert list(Assignment.objects.order_by("pk").values_list("review_status", flat=True)) == [
         Assignment.ReviewStatus.APPROVED, Assignment.ReviewStatus.REJECTED,
     ]

@@ -6,8 +6,8 @@ import httpx
 import pytest
 from botocore.config import Config
 
-from fakes.mturk_server import FakeMTurkServer
-from fakes.prolific_server import FakeProlificServer
+from mturk.fake_server import FakeMTurkServer
+from providers.prolific.fake_server import FakeProlificServer
 
 EXTERNAL_QUESTION = (
     '<ExternalQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/'

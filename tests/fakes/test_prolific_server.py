@@ -6,7 +6,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from fakes.prolific_server import FakeProlificServer, RehearsalError
+from providers.prolific.fake_server import FakeProlificServer, RehearsalError
 
 REJECTION = ("Your ranking was submitted in 14 seconds and ranks the five reviews in the order "
              "they were shown, which the instructions asked you not to do.")
@@ -48,9 +48,38 @@ def test_unknown_paths_and_methods(prolific):
 
 def test_me_and_workspace_balance(prolific, prolific_fake):
     me = prolific.get("/api/v1/users/me/").json()
-    balance = prolific.get(f"/api/v1/workspaces/{me['current_workspace']}/balance/").json()
-    assert balance["total_balance"] == prolific_fake.get_balance() == 1_000_000
+    # Only documented fields: the workspace is not part of the user.
+    assert set(me) == {"id", "name", "email"}
+    workspaces = prolific.get("/api/v1/workspaces/").json()
+    assert workspaces["meta"]["count"] == 1 and workspaces["_links"]["next"]["href"] is None
+    (workspace,) = workspaces["results"]
+    assert workspace["id"] == prolific_fake.workspace_id
+    balance = prolific.get(f"/api/v1/workspaces/{workspace['id']}/balance/").json()
+    assert balance["total_balance"] == balance["available_balance"] == prolific_fake.get_balance() == 1_000_000
     assert balance["currency_code"] == "GBP"
+    assert set(balance["balance_breakdown"]) == {"rewards", "bonuses", "fees", "vat"}
+
+
+def test_study_creation_refuses_undocumented_fields_and_unknown_projects(prolific, prolific_fake, study_body):
+    refused = prolific.post("/api/v1/studies/", json={**study_body, "workspace": prolific_fake.workspace_id,
+                                                      "project": "0" * 24})
+    detail = assert_error(refused, 400)["detail"]
+    assert set(detail) == {"workspace", "project"}
+    created = prolific.post("/api/v1/studies/", json={**study_body, "project": prolific_fake.project_id})
+    assert created.status_code == 201 and created.json()["project"] == prolific_fake.project_id
+
+
+def test_study_list_is_paged_with_next_links(prolific, prolific_fake, study_body):
+    for number in range(5):
+        prolific.post("/api/v1/studies/", json={**study_body, "internal_name": f"study-{number}"})
+    first = prolific.get("/api/v1/studies/", params={"page_size": 2}).json()
+    assert first["meta"]["count"] == 5 and len(first["results"]) == 2
+    names, url = [], "/api/v1/studies/?page_size=2"
+    while url:
+        page = prolific.get(url).json()
+        names += [study["internal_name"] for study in page["results"]]
+        url = page["_links"]["next"]["href"]
+    assert names == [f"study-{number}" for number in range(5)]
 
 
 # -- studies --------------------------------------------------------------------------------
@@ -287,12 +316,17 @@ def test_two_step_bonus_and_double_payment_detection(prolific, prolific_fake, st
 
     pay = f"/api/v1/bulk-bonus-payments/{record['id']}/pay/"
     assert prolific.post(pay).status_code == 202  # no body needed
-    assert prolific_fake.total_bonus_paid() == 500
+    # Accepted, paid "in the following minutes": nothing shows until it settles.
+    assert prolific_fake.total_bonus_paid() == 0 and prolific_fake.bonus_payments_settling() == 1
+    assert prolific.get(f"/api/v1/submissions/{alice['id']}/").json()["bonus_payments"] == []
+    prolific_fake.advance_time(prolific_fake.bonus_settle_seconds + 1)
     assert prolific.get(f"/api/v1/submissions/{alice['id']}/").json()["bonus_payments"] == [425]
+    assert prolific_fake.total_bonus_paid() == 500
 
     # Paying again pays again, as on Prolific: only a client-side ledger prevents it.
     balance = prolific_fake.get_balance()
     assert prolific.post(pay, json={}).status_code == 202
+    assert prolific_fake.settle_bonus_payments() == 1
     assert prolific_fake.total_bonus_paid() == 1000
     assert prolific_fake.total_bonus_paid(alice["participant_id"]) == 850
     assert prolific_fake.get_balance() == balance - record["total_amount"]
@@ -347,7 +381,9 @@ def test_lost_pay_response_still_paid(prolific, prolific_fake, study_body):
     prolific_fake.fail_next(1, operation="POST /api/v1/bulk-bonus-payments/{id}/pay/",
                             status=504, after_processing=True)
     assert_error(prolific.post(f"/api/v1/bulk-bonus-payments/{record['id']}/pay/", json={}), 504)
-    # The client saw a failure, yet the money left: a blind retry would pay twice.
+    # The client saw a failure, yet the payment was accepted: a blind retry would pay twice.
+    assert prolific_fake.bonus_payments_settling() == 1
+    prolific_fake.settle_bonus_payments()
     assert prolific_fake.total_bonus_paid() == 200
 
 

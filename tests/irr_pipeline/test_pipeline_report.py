@@ -73,7 +73,7 @@ def ranking_round(review_set: ReviewSet, orders: dict[str, list[int]]):
     crowd_work.open_round(round=round)
     review_of = dict(review_set.reviews.values_list("prompt_rank", "pk"))
     for external_id, order in orders.items():
-        worker = Worker.objects.create(provider=Worker.Provider.PROLIFIC, external_id=external_id)
+        worker = Worker.objects.create(provider="prolific", external_id=external_id)
         assignment = crowd_work.request_assignment(round=round, worker=worker)
         crowd_work.submit_assignment(assignment_id=assignment.pk, worker=worker,
                                 data={"order": [review_of[rank] for rank in order]})

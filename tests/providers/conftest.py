@@ -5,8 +5,8 @@ from decimal import Decimal
 
 import pytest
 
-from fakes.mturk_server import FakeMTurkServer
-from fakes.prolific_server import FakeProlificServer
+from mturk.fake_server import FakeMTurkServer
+from providers.prolific.fake_server import FakeProlificServer
 from tests.annotation.factories import make_instance, make_outputs, make_round
 
 PROLIFIC_TOKEN = "researcher-token"

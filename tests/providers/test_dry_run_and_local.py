@@ -10,7 +10,8 @@ from django.core.management import call_command
 from annotation.models import Assignment, CollectionRound, Worker
 from mturk.provider import MTurkProvider
 from providers import services
-from providers.dry_run import rehearse, simulate_local_worker, simulated_answer
+from providers.dry_run import rehearse, simulated_answer
+from providers.local.rehearsal import simulate_local_worker
 from providers.models import BonusPayment, Publication
 
 pytestmark = pytest.mark.django_db

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import random
+import time
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -12,8 +14,9 @@ from annotation.models import Assignment
 from mturk.models import HIT
 from mturk.provider import MTurkProvider, external_question, parse_answers, submit_hosts
 from providers import services
+from providers.review import review_submissions
 from providers.base import InsufficientBalance, OverBudget, ProviderError
-from providers.dry_run import simulate_mturk_worker
+from mturk.rehearsal import simulate_mturk_worker
 from providers.models import BonusPayment, Publication
 
 pytestmark = pytest.mark.django_db
@@ -175,7 +178,7 @@ def test_approval_that_mturk_already_made_is_not_an_error(mturk_fake, round_fact
     work(mturk_fake, round, workers=1)
     assignment = Assignment.objects.get(round=round)
     provider().client.approve_assignment(AssignmentId=assignment.provider_assignment_id)
-    services.approve(assignment=assignment, providers={"mturk": provider()})
+    review_submissions(assignments=[assignment], decision="approve", providers={"mturk": provider()})
     assignment.refresh_from_db()
     assert assignment.review_status == "approved"
     assert mturk_fake.total_paid("reward") == "0.50"
@@ -346,3 +349,56 @@ def test_bonus_refused_for_lack_of_funds_is_paid_by_a_later_run_once(mturk_fake,
     assert (paid.bonuses_granted, paid.bonuses_paid) == (0, 1)
     services.pay_round(round=round, top_up=True, providers={"mturk": provider()})
     assert mturk_fake.total_paid("bonus") == "1.00"
+
+
+def test_lost_create_hit_answer_finds_the_hit_across_every_page(mturk_fake, round_factory):
+    publish(round_factory(items=5, workers_per_item=1))  # earlier HITs fill the first pages
+    round = round_factory(items=1, workers_per_item=1)
+    mturk_fake.fail_next(operation="CreateHITWithHITType", after_processing=True)
+    services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0, page_size=2))
+    hit = HIT.objects.get(publication__round=round)
+    # The lost answer (500) was retried with the same token (400 HitAlreadyExists): no second HIT.
+    assert [c.status for c in mturk_fake.calls("CreateHITWithHITType")][-2:] == [500, 400]
+    listing = mturk_fake.calls("ListHITs")
+    assert len(listing) == 3 and [bool(c.params.get("NextToken")) for c in listing] == [False, True, True]
+    listed = provider().client.list_hits(MaxResults=100)["HITs"]
+    assert len(listed) == HIT.objects.count() == 6 and hit.hit_id in {h["HITId"] for h in listed}
+
+
+def _lost_save(mturk_fake, round):
+    """A worker submits at MTurk, but our own save never arrives."""
+    assert simulate_mturk_worker(fake=mturk_fake, round=round, worker_id="ALATE", rng=random.Random(5),
+                                 accuracy=1, median_seconds=30, save_here=False) == 1
+    assignment = Assignment.objects.get(round=round)
+    remote = provider().client.get_assignment(AssignmentId=assignment.provider_assignment_id)["Assignment"]
+    return assignment, remote["SubmitTime"]
+
+
+def test_sync_after_the_time_limit_keeps_mturks_submit_time(mturk_fake, round_factory):
+    round = round_factory(items=1, workers_per_item=1)
+    publish(round)
+    assignment, submit_time = _lost_save(mturk_fake, round)
+    # The task's time ran out here after MTurk received the work; the sync comes later still.
+    Assignment.objects.filter(pk=assignment.pk).update(
+        accepted_at=submit_time - timedelta(seconds=90), expires_at=submit_time + timedelta(seconds=1))
+    time.sleep(1.5)
+    assert crowd.expire_stale_assignments(round=round) == 1
+    report = services.sync_round(round=round, providers={"mturk": provider()})
+    assert (report.recovered, report.unmatched) == (1, [])
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.SUBMITTED
+    assert assignment.submitted_at == submit_time and assignment.duration_seconds == 90
+    assert assignment.payload["choice"] in ("left", "right")
+
+
+def test_sync_does_not_import_work_that_reached_mturk_after_the_time_limit(mturk_fake, round_factory):
+    round = round_factory(items=1, workers_per_item=1)
+    publish(round)
+    assignment, submit_time = _lost_save(mturk_fake, round)
+    Assignment.objects.filter(pk=assignment.pk).update(
+        accepted_at=submit_time - timedelta(seconds=90), expires_at=submit_time - timedelta(seconds=1))
+    report = services.sync_round(round=round, providers={"mturk": provider()})
+    assert report.recovered == 0 and [row["worker"] for row in report.unmatched] == ["ALATE"]
+    assert "time for this task ran out" in report.unmatched[0]["problem"]
+    assignment.refresh_from_db()
+    assert assignment.status != Assignment.Status.SUBMITTED

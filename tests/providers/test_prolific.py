@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from annotation.models import Assignment
 from providers import services
+from providers.review import review_submissions
 from providers.base import ProviderError, ProviderRefused
-from providers.dry_run import simulate_prolific_participant
+from providers.prolific.rehearsal import simulate_prolific_participant
 from providers.models import BonusPayment, Publication
-from providers.prolific import ProlificProvider, completion_code
+from providers.prolific.provider import ProlificProvider, completion_code
 
 pytestmark = pytest.mark.django_db
 
@@ -89,9 +92,13 @@ def test_approve_pays_once_and_reject_needs_a_long_message(prolific_fake, round_
     publish(round)
     participate(prolific_fake, round, 2)
     first, second = Assignment.objects.filter(round=round).order_by("pk")
-    with pytest.raises(ProviderRefused):
-        services.reject(assignment=second, feedback="Too fast.", providers={"prolific": provider()})
-    services.reject(assignment=second, feedback=LONG_REASON, providers={"prolific": provider()})
+    refused = review_submissions(assignments=[second], decision="reject", feedback="Too fast.",
+                                 providers={"prolific": provider()})
+    assert "at least 100 characters" in refused.failed[0][1]
+    second.refresh_from_db()
+    assert second.review_status == "submitted"
+    review_submissions(assignments=[second], decision="reject", feedback=LONG_REASON,
+                       providers={"prolific": provider()})
     prolific_fake.fail_next(operation="POST /api/v1/submissions/{id}/transition/", after_processing=True)
     report = services.pay_round(round=round, providers={"prolific": provider()})
     assert report.approved == 1
@@ -102,27 +109,97 @@ def test_approve_pays_once_and_reject_needs_a_long_message(prolific_fake, round_
     assert (first.review_status, second.review_status) == ("approved", "rejected")
 
 
-@pytest.mark.parametrize("after_processing", [True, False])
-def test_bonus_pay_call_is_never_repeated_blindly(prolific_fake, round_factory, after_processing):
+def _round_owing_a_top_up(prolific_fake, round_factory):
     # 1.50 for a 10-minute task is 9.00/h; 18.00/h needs 3.00: 1.50 on top.
     round = round_factory(items=1, workers_per_item=1, reward="1.50")
     publish(round)
     participate(prolific_fake, round, 1, median_seconds=600)
     Assignment.objects.update(duration_seconds=600)
-    prolific_fake.fail_next(operation=PAY, after_processing=after_processing)
+    return round
+
+
+def test_lost_pay_answer_and_immediate_rerun_pay_nobody_twice(prolific_fake, round_factory):
+    round = _round_owing_a_top_up(prolific_fake, round_factory)
+    prolific_fake.fail_next(operation=PAY, status=504, after_processing=True)
     first = services.pay_round(round=round, top_up=True, providers={"prolific": provider()})
     assert first.bonuses_unsettled == 1
     payment = BonusPayment.objects.get()
-    assert payment.status == "sending" and payment.provider_record_id
+    assert payment.status == "sending" and payment.provider_record_id and payment.sent_at
     assert len(prolific_fake.calls(PAY)) == 1  # no automatic retry of a paying call
+    # Rerun at once: Prolific has not settled the payment yet; it is possibly paid, so nothing is sent.
     second = services.pay_round(round=round, top_up=True, providers={"prolific": provider()})
-    assert second.bonuses_paid == 1
+    assert (second.bonuses_granted, second.bonuses_paid, second.bonuses_unsettled) == (0, 0, 1)
+    assert len(prolific_fake.calls(PAY)) == 1
+    # Minutes later Prolific has paid it; the next rerun sees it and finishes cleanly.
+    prolific_fake.advance_time(prolific_fake.bonus_settle_seconds + 1)
     third = services.pay_round(round=round, top_up=True, providers={"prolific": provider()})
-    assert (third.bonuses_granted, third.bonuses_paid) == (0, 0)
-    assert prolific_fake.total_bonus_paid() == 150
-    assert len(prolific_fake.calls(PAY)) == (1 if after_processing else 2)
+    assert (third.bonuses_paid, third.bonuses_unsettled, third.errors) == (1, 0, [])
+    fourth = services.pay_round(round=round, top_up=True, providers={"prolific": provider()})
+    assert (fourth.bonuses_granted, fourth.bonuses_paid, fourth.bonuses_unsettled) == (0, 0, 0)
+    assert prolific_fake.total_bonus_paid() == 150 and prolific_fake.bonus_payments_settling() == 0
+    assert len(prolific_fake.calls(PAY)) == 1
     payment.refresh_from_db()
     assert payment.status == "paid" and payment.amount == Decimal("1.50")
+
+
+def test_accepted_pay_call_stays_possibly_paid_until_it_settles(prolific_fake, round_factory):
+    round = _round_owing_a_top_up(prolific_fake, round_factory)
+    first = services.pay_round(round=round, top_up=True, providers={"prolific": provider()})
+    assert (first.bonuses_paid, first.bonuses_unsettled) == (0, 1)
+    assert services.pay_round(round=round, providers={"prolific": provider()}).bonuses_unsettled == 1
+    prolific_fake.settle_bonus_payments()
+    assert services.pay_round(round=round, providers={"prolific": provider()}).bonuses_paid == 1
+    assert prolific_fake.total_bonus_paid() == 150 and len(prolific_fake.calls(PAY)) == 1
+
+
+def test_pay_call_that_never_settles_is_sent_again_after_the_window(prolific_fake, round_factory, settings):
+    round = _round_owing_a_top_up(prolific_fake, round_factory)
+    prolific_fake.fail_next(operation=PAY, status=503)  # refused before it took effect, as far as we can tell
+    services.pay_round(round=round, top_up=True, providers={"prolific": provider()})
+    assert services.pay_round(round=round, providers={"prolific": provider()}).bonuses_unsettled == 1
+    assert len(prolific_fake.calls(PAY)) == 1
+    # Nothing shows it long after the pay call: Prolific did not make that payment; send it once more.
+    BonusPayment.objects.update(sent_at=timezone.now() - timedelta(seconds=settings.PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS + 1))
+    services.pay_round(round=round, providers={"prolific": provider()})
+    assert len(prolific_fake.calls(PAY)) == 2
+    prolific_fake.settle_bonus_payments()
+    assert services.pay_round(round=round, providers={"prolific": provider()}).bonuses_paid == 1
+    assert prolific_fake.total_bonus_paid() == 150
+
+
+def test_lost_study_creation_answer_found_on_a_later_page_of_studies(prolific_fake, round_factory):
+    client = provider()
+    for number in range(45):  # other studies of the workspace push ours past the first pages
+        client._request("POST", "studies/", json={
+            "name": f"other {number}", "internal_name": f"other-{number}", "description": "Another study.",
+            "external_study_url": "https://example.org/?PROLIFIC_PID={{%PROLIFIC_PID%}}",
+            "completion_codes": [{"code": f"OTHER{number}", "code_type": "COMPLETED",
+                                  "actions": [{"action": "MANUALLY_REVIEW"}]}],
+            "total_available_places": 1, "estimated_completion_time": 1, "reward": 100})
+    round = round_factory(items=1, workers_per_item=1, reward="1.50")
+    prolific_fake.fail_next(operation="POST /api/v1/studies/", after_processing=True)
+    with pytest.raises(ProviderError):
+        services.publish_round(round=round, provider_name="prolific", provider=ProlificProvider(retry_pause=0,
+                                                                                                 page_size=20))
+    services.publish_round(round=round, provider_name="prolific", provider=ProlificProvider(retry_pause=0,
+                                                                                             page_size=20))
+    assert len(prolific_fake.calls("POST /api/v1/studies/")) == 46
+    assert len(prolific_fake.calls("GET /api/v1/studies/")) >= 3 * 2  # every page, on both attempts
+    study = Publication.objects.get(round=round).external_id
+    assert client._request("GET", f"studies/{study}/")["status"] == "ACTIVE"
+
+
+def test_workspace_comes_from_the_workspaces_endpoint_or_configuration(prolific_fake, round_factory, settings):
+    assert provider().workspace_id() == prolific_fake.workspace_id
+    assert prolific_fake.calls("GET /api/v1/workspaces/") and not prolific_fake.calls("GET /api/v1/users/me/")
+    settings.PROLIFIC_WORKSPACE_ID = "f" * 24
+    with pytest.raises(ProviderRefused, match="404"):
+        provider().balance()
+    settings.PROLIFIC_WORKSPACE_ID = prolific_fake.workspace_id
+    settings.PROLIFIC_PROJECT_ID = prolific_fake.project_id
+    round = round_factory(items=1, workers_per_item=1, reward="1.50")
+    publish(round)
+    assert prolific_fake.calls("POST /api/v1/studies/")[0].params["body"]["project"] == prolific_fake.project_id
 
 
 def test_workspace_currency_must_be_the_rounds(prolific_fake, round_factory):

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from django.core.management import call_command
 
-from fakes.mturk_server import RehearsalError
+from mturk.fake_server import RehearsalError
 from mturk.models import HIT
 from mturk.provider import MTurkProvider
 from mturk.qualification import ANSWER_KEY_NS, create_qualification_test, gold_questions

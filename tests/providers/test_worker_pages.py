@@ -1,6 +1,8 @@
 """Entry pages for MTurk and Prolific workers and their cookie-free submit endpoint."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -9,8 +11,8 @@ from mturk.models import HIT
 from mturk.provider import MTurkProvider
 from providers import services
 from providers.models import Publication
-from providers.prolific import ProlificProvider, completion_code
-from providers.worker_access import task_token
+from providers.prolific.provider import ProlificProvider, completion_code
+from providers.worker_access import assignment_for_token, task_token
 
 pytestmark = pytest.mark.django_db
 SANDBOX = "https://workersandbox.mturk.com"
@@ -52,7 +54,10 @@ def test_mturk_page_assigns_the_hits_item_and_can_be_framed(published_hit):
     assert assignment.worker == Worker.objects.get(provider="mturk", external_id="AWORKER1")
     page = response.content.decode()
     assert f'action="{SANDBOX}/mturk/externalSubmit"' in page
-    assert task_token(assignment=assignment) in page
+    # The page carries a token for exactly this assignment and worker (signed with a timestamp, so
+    # read it from the page rather than signing again).
+    token = re.search(r'data-task-token="([^"]+)"', page).group(1)
+    assert assignment_for_token(token=token, assignment_id=assignment.pk) == (assignment, assignment.worker)
     # A reload gives the same assignment back.
     Client().get(mturk_url(round, hit, assignment_id))
     assert Assignment.objects.count() == 1

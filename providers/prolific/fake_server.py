@@ -2,10 +2,11 @@
 
 JSON over HTTP under ``/api/v1/``, authenticated with ``Authorization: Token <key>``; errors are
 ``{"error": {"status", "error_code", "title", "detail"}}`` as Prolific sends them. It keeps
-studies, submissions, bonus records and the workspace balance, and enforces the rules a client
-must respect (URL placeholders, minor-unit rewards, REJECT messages of 100+ characters with a
-category, transitions only from AWAITING REVIEW, the two-step bonus whose *pay* is not
-idempotent).
+one workspace with one project, studies, submissions, bonus records and the workspace balance,
+and enforces the rules a client must respect (only documented fields, URL placeholders,
+minor-unit rewards, REJECT messages of 100+ characters with a category, transitions only from
+AWAITING REVIEW, paged listings, the two-step bonus whose *pay* is not idempotent and settles
+minutes later).
 
     with FakeProlificServer() as fake:
         client = httpx.Client(base_url=fake.url, headers={"Authorization": "Token test"})
@@ -13,7 +14,7 @@ idempotent).
         client.post(f"/api/v1/studies/{study['id']}/transition/", json={"action": "PUBLISH"})
         fake.simulate_participant(study["id"])  # a participant takes part and enters the code
 
-From the command line: ``python -m fakes.prolific_server --port 8767``; the rehearsal controls
+From the command line: ``python -m providers.prolific.fake_server --port 8767``; the rehearsal controls
 are then ``POST /_fake/<method>`` with keyword arguments as JSON. See docs/fakes.md.
 """
 from __future__ import annotations
@@ -55,6 +56,17 @@ S_ACTIVE, S_AWAITING_REVIEW, S_APPROVED, S_REJECTED, S_RETURNED, S_TIMED_OUT = (
     "ACTIVE", "AWAITING REVIEW", "APPROVED", "REJECTED", "RETURNED", "TIMED-OUT")
 PLACE_HOLDING_STATUSES = frozenset({S_ACTIVE, S_AWAITING_REVIEW, S_APPROVED})
 MAX_PAGE_SIZE = 200
+# Fields of a study creation request that Prolific's API reference documents; others are refused.
+STUDY_FIELDS = frozenset({
+    "name", "internal_name", "description", "external_study_url", "prolific_id_option",
+    "completion_codes", "completion_code", "completion_option", "total_available_places",
+    "estimated_completion_time", "maximum_allowed_time", "reward", "device_compatibility",
+    "peripheral_requirements", "filters", "filter_set_id", "filter_set_version", "project",
+    "study_labels", "content_warnings", "content_warning_details", "naivety_distribution_rate",
+    "submissions_config", "metadata", "is_custom_screening", "privacy_notice",
+})
+# Prolific pays bonuses "in the following minutes"; the fake settles a pay call this much later.
+BONUS_SETTLE_SECONDS = 120
 
 # Error codes of the fake (Prolific numbers its errors; clients should key on the HTTP status).
 ERROR_CODES = {400: 140001, 401: 140100, 403: 140300, 404: 140400, 405: 140500, 429: 140429,
@@ -110,6 +122,7 @@ class Study:
     peripheral_requirements: list[str]
     filters: list[dict]
     created_at: float
+    project: str
     status: str = UNPUBLISHED
     published_at: float | None = None
     stopped: bool = False
@@ -137,7 +150,8 @@ class BonusRecord:
     amount: int
     fees: int
     created_at: float
-    times_paid: int = 0
+    times_paid: int = 0  # pay calls accepted
+    settling: list[float] = field(default_factory=list)  # when each accepted pay call settles
 
 
 @dataclass(frozen=True)
@@ -167,6 +181,7 @@ def _route(method: str, template: str, handler: str) -> _Route:
 
 ROUTES = (
     _route("GET", "/users/me/", "_get_me"),
+    _route("GET", "/workspaces/", "_list_workspaces"),
     _route("GET", "/workspaces/{id}/balance/", "_get_balance"),
     _route("POST", "/studies/", "_create_study"),
     _route("GET", "/studies/", "_list_studies"),
@@ -188,12 +203,13 @@ class FakeProlificServer(FakeService):
     CONTROL_METHODS = FakeService.CONTROL_METHODS | frozenset({
         "start_submission", "complete_submission", "return_submission", "simulate_participant",
         "fail_next", "clear_faults", "set_balance", "get_balance", "payments", "total_paid",
-        "total_bonus_paid",
+        "total_bonus_paid", "settle_bonus_payments", "bonus_payments_settling",
     })
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, api_token: str | None = None,
                  balance: int = 1_000_000, currency_code: str = "GBP", fee_rate: str = "0.3333",
                  page_size: int = 20, minimum_hourly_reward: int = 600,
+                 bonus_settle_seconds: float = BONUS_SETTLE_SECONDS,
                  seed: int | None = None) -> None:
         super().__init__(host, port)
         self.api_token = api_token  # None: any non-empty token is accepted
@@ -207,7 +223,9 @@ class FakeProlificServer(FakeService):
         self._submissions: dict[str, Submission] = {}
         self._bonus_records: dict[str, BonusRecord] = {}
         self._payments: list[Payment] = []
+        self.bonus_settle_seconds = bonus_settle_seconds
         self.workspace_id = self._new_id()
+        self.project_id = self._new_id()
         self.user_id = self._new_id()
 
     # -- rehearsal controls -------------------------------------------------------------------
@@ -238,18 +256,32 @@ class FakeProlificServer(FakeService):
             return self._balance
 
     def payments(self) -> list[Payment]:
-        """Every payment made: rewards on approval and every *pay* of a bonus record."""
+        """Every payment made: rewards on approval and every settled *pay* of a bonus record."""
         with self._lock:
+            self._refresh()  # what is due by the fake's clock has settled
             return list(self._payments)
 
     def total_paid(self, kind: str | None = None) -> int:
         """Minor units paid to participants (fees excluded), optionally "reward" or "bonus"."""
         with self._lock:
+            self._refresh()  # what is due by the fake's clock has settled
             return sum(p.amount for p in self._payments if kind in (None, p.kind))
 
-    def total_bonus_paid(self, participant_id: str | None = None) -> int:
-        """Bonus minor units paid, in total or to one participant: double payment shows here."""
+    def settle_bonus_payments(self) -> int:
+        """Settle every accepted bonus pay call now, as Prolific does minutes later; returns how many."""
         with self._lock:
+            return self._settle_bonuses(until=None)
+
+    def bonus_payments_settling(self) -> int:
+        """Accepted bonus pay calls not yet settled."""
+        with self._lock:
+            self._refresh()  # what is due by the fake's clock has settled
+            return sum(len(record.settling) for record in self._bonus_records.values())
+
+    def total_bonus_paid(self, participant_id: str | None = None) -> int:
+        """Settled bonus minor units, in total or to one participant: double payment shows here."""
+        with self._lock:
+            self._refresh()  # what is due by the fake's clock has settled
             total = 0
             for payment in self._payments:
                 if payment.kind != "bonus":
@@ -385,8 +417,10 @@ class FakeProlificServer(FakeService):
     # -- time-driven state --------------------------------------------------------------------
 
     def _refresh(self) -> None:
-        """Time out submissions that ran past the study's maximum allowed time."""
+        """Settle bonus payments that are due; time out submissions that ran past the study's
+        maximum allowed time."""
         now = self.clock.now()
+        self._settle_bonuses(until=now)
         for submission in self._submissions.values():
             study = self._studies[submission.study_id]
             if (submission.status == S_ACTIVE
@@ -414,6 +448,24 @@ class FakeProlificServer(FakeService):
             study.status = AWAITING_REVIEW if awaiting or in_progress else COMPLETED
 
     # -- money --------------------------------------------------------------------------------
+
+    def _settle_bonuses(self, until: float | None) -> int:
+        """Pay the accepted pay calls due by ``until`` (all with None): the money leaves the
+        workspace and the amounts appear in the submissions' ``bonus_payments``."""
+        settled = 0
+        for record in self._bonus_records.values():
+            due = [at for at in record.settling if until is None or at <= until]
+            for at in due:
+                record.settling.remove(at)
+                self._balance -= record.amount + record.fees
+                self._payments.append(Payment("bonus", record.study_id, record.id, record.amount,
+                                              record.fees, at))
+                for participant_id, amount in record.lines:
+                    for submission in self._submissions_of(record.study_id):
+                        if submission.participant_id == participant_id:
+                            submission.bonus_payments.append(amount)
+                settled += 1
+        return settled
 
     def _fee(self, amount: int) -> int:
         return int((Decimal(amount) * self.fee_rate).quantize(Decimal(1), ROUND_HALF_UP))
@@ -459,7 +511,7 @@ class FakeProlificServer(FakeService):
             "study_type": "SINGLE",
             "date_created": _iso(study.created_at),
             "published_at": _iso(study.published_at),
-            "workspace": self.workspace_id,
+            "project": study.project,
         }
 
     def _submission_json(self, submission: Submission) -> dict:
@@ -560,20 +612,33 @@ class FakeProlificServer(FakeService):
     # -- handlers -----------------------------------------------------------------------------
 
     def _get_me(self, _id, _body, _request) -> tuple[int, dict]:
-        return 200, {"id": self.user_id, "user_type": "researcher",
-                     "current_workspace": self.workspace_id, "currency_code": self.currency_code}
+        # Only documented fields: the workspace is not part of the user (see the workspaces endpoint).
+        return 200, {"id": self.user_id, "name": "Researcher", "email": "researcher@example.org"}
+
+    def _list_workspaces(self, _id, _body, request: HTTPRequest) -> tuple[int, dict]:
+        workspace = {"id": self.workspace_id, "title": "Workspace", "description": "",
+                     "owner": self.user_id, "projects": [{"id": self.project_id}]}
+        return 200, self._paged([workspace], request, lambda w: w)
 
     def _get_balance(self, workspace_id, _body, _request) -> tuple[int, dict]:
         if workspace_id != self.workspace_id:
             raise ProlificError(404, "Workspace not found.")
-        rewards = sum(p.amount for p in self._payments)
-        fees = sum(p.fees for p in self._payments)
+        # What is reserved for accepted pay calls that have not settled yet is not available.
+        reserved = sum((r.amount + r.fees) * len(r.settling) for r in self._bonus_records.values())
+        spent = {"rewards": sum(p.amount for p in self._payments if p.kind == "reward"),
+                 "bonuses": sum(p.amount for p in self._payments if p.kind == "bonus"),
+                 "fees": sum(p.fees for p in self._payments), "vat": 0}
         return 200, {"currency_code": self.currency_code, "total_balance": self._balance,
-                     "available_balance": self._balance,
-                     "spent": {"rewards": rewards, "fees": fees}}
+                     "balance_breakdown": spent, "available_balance": self._balance - reserved,
+                     "available_balance_breakdown": spent}
 
     def _create_study(self, _id, body: dict, _request) -> tuple[int, dict]:
         errors: dict[str, list[str]] = {}
+        for name in sorted(set(body) - STUDY_FIELDS):
+            errors[name] = ["This field is not part of the API."]
+        project = body.get("project", self.project_id)
+        if project != self.project_id:
+            errors["project"] = ["No project with this id in the workspace."]
         for name in ("name", "description"):
             if not isinstance(body.get(name), str) or not body[name].strip():
                 errors[name] = ["This field is required."]
@@ -615,13 +680,13 @@ class FakeProlificServer(FakeService):
             maximum_allowed_time=maximum or minutes * 2 + 2, reward=reward,
             device_compatibility=list(devices),
             peripheral_requirements=list(body.get("peripheral_requirements") or []),
-            filters=list(body.get("filters") or []), created_at=self.clock.now(),
+            filters=list(body.get("filters") or []), created_at=self.clock.now(), project=project,
         )
         self._studies[study.id] = study
         return 201, self._study_json(study)
 
-    def _list_studies(self, _id, _body, _request) -> tuple[int, dict]:
-        return 200, {"results": [self._study_json(s) for s in self._studies.values()]}
+    def _list_studies(self, _id, _body, request: HTTPRequest) -> tuple[int, dict]:
+        return 200, self._paged(list(self._studies.values()), request, self._study_json)
 
     def _get_study(self, study_id, _body, _request) -> tuple[int, dict]:
         return 200, self._study_json(self._get(self._studies, study_id, "Study"))
@@ -660,6 +725,11 @@ class FakeProlificServer(FakeService):
 
     def _list_submissions(self, study_id, _body, request: HTTPRequest) -> tuple[int, dict]:
         study = self._get(self._studies, study_id, "Study")
+        # Arrival order, so pages stay stable.
+        return 200, self._paged(self._submissions_of(study.id), request, self._submission_json)
+
+    def _paged(self, rows: list, request: HTTPRequest, to_json) -> dict:
+        """One page as Prolific pages: ``results``, ``_links`` with absolute hrefs, ``meta.count``."""
         try:
             page = int((request.query.get("page") or ["1"])[0])
             size = int((request.query.get("page_size") or [str(self.page_size)])[0])
@@ -668,11 +738,11 @@ class FakeProlificServer(FakeService):
         if page < 1 or not 1 <= size <= MAX_PAGE_SIZE:
             raise ProlificError(400, f"page must be >= 1 and page_size between 1 and "
                                      f"{MAX_PAGE_SIZE}.")
-        submissions = self._submissions_of(study.id)  # arrival order, so pages stay stable
-        last = max(1, -(-len(submissions) // size))
-        if page > last and submissions:
+        last = max(1, -(-len(rows) // size))
+        if page > last and rows:
             raise ProlificError(404, "Invalid page.")
-        rows = submissions[(page - 1) * size: page * size]
+        count = len(rows)
+        rows = rows[(page - 1) * size: page * size]
 
         def link(number: int | None, title: str) -> dict:
             if number is None:
@@ -681,15 +751,15 @@ class FakeProlificServer(FakeService):
                                "page": number, "page_size": size})
             return {"href": f"{self.url}{request.path}?{query}", "title": title}
 
-        return 200, {
-            "results": [self._submission_json(s) for s in rows],
+        return {
+            "results": [to_json(row) for row in rows],
             "_links": {
                 "self": link(page, "Current"),
                 "next": link(page + 1 if page < last else None, "Next"),
                 "previous": link(page - 1 if page > 1 else None, "Previous"),
                 "last": link(last, "Last"),
             },
-            "meta": {"count": len(submissions)},
+            "meta": {"count": count},
         }
 
     def _get_submission(self, submission_id, _body, _request) -> tuple[int, dict]:
@@ -776,19 +846,14 @@ class FakeProlificServer(FakeService):
     def _pay_bonus(self, record_id, _body, _request) -> tuple[int, dict]:
         record = self._get(self._bonus_records, record_id, "Bonus payment")
         total = record.amount + record.fees
-        if total > self._balance:
+        reserved = sum((r.amount + r.fees) * len(r.settling) for r in self._bonus_records.values())
+        if total > self._balance - reserved:
             raise ProlificError(400, f"Insufficient funds: this bonus costs {total}, the "
-                                     f"workspace balance is {self._balance}.")
-        # Not idempotent, as in the real API: every call pays again.
-        now = self.clock.now()
+                                     f"available balance is {self._balance - reserved}.")
+        # Accepted now, paid "in the following minutes"; not idempotent, as in the real API:
+        # every call pays again once it settles.
         record.times_paid += 1
-        self._balance -= total
-        self._payments.append(Payment("bonus", record.study_id, record.id, record.amount,
-                                      record.fees, now))
-        for participant_id, amount in record.lines:
-            for submission in self._submissions_of(record.study_id):
-                if submission.participant_id == participant_id:
-                    submission.bonus_payments.append(amount)
+        record.settling.append(self.clock.now() + self.bonus_settle_seconds)
         return 202, {}
 
     # -- command line -------------------------------------------------------------------------
@@ -800,11 +865,13 @@ class FakeProlificServer(FakeService):
         parser.add_argument("--balance", type=int, default=1_000_000,
                             help="workspace balance in minor units")
         parser.add_argument("--seed", type=int, default=None, help="seed for generated ids")
+        parser.add_argument("--bonus-settle-seconds", type=float, default=BONUS_SETTLE_SECONDS,
+                            help="how long after a pay call its bonus settles")
 
     @classmethod
     def _from_arguments(cls, args: argparse.Namespace) -> FakeProlificServer:
         return cls(host=args.host, port=args.port, api_token=args.token, balance=args.balance,
-                   seed=args.seed)
+                   bonus_settle_seconds=args.bonus_settle_seconds, seed=args.seed)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

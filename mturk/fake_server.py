@@ -14,7 +14,7 @@ Point boto3 at it::
         hit = client.create_hit(...)["HIT"]
         fake.complete_assignment(hit["HITId"], {"rating": "4"})   # a simulated worker
 
-From the command line: ``python -m fakes.mturk_server --port 8766``; the rehearsal controls are
+From the command line: ``python -m mturk.fake_server --port 8766``; the rehearsal controls are
 then ``POST /_fake/<method>`` with keyword arguments as JSON. See docs/fakes.md.
 """
 from __future__ import annotations

@@ -1,17 +1,20 @@
 """The local crowd: workers log in to the platform; nothing leaves it and no fees apply.
 
 Rewards and bonuses of local workers are settled outside the platform (payroll, vouchers), so
-the ledger records them as paid when they are granted.
+the ledger records them as paid when they are granted. Local workers use the engine's own pages
+(``/work/``), so this provider has no pages of its own.
 """
 from __future__ import annotations
 
 from decimal import Decimal
 
-from .base import CrowdProvider, PublishResult, RemoteSubmission
+from ..base import CrowdProvider, PublishResult, RemoteSubmission
 
 
 class LocalProvider(CrowdProvider):
     name = "local"
+    label = "Local login"
+    lists_submissions = False
 
     def publish(self, *, round, publication) -> PublishResult:
         # Open rounds are listed on /work/ for every local worker; there is nothing to create.
@@ -24,7 +27,7 @@ class LocalProvider(CrowdProvider):
         return []  # submissions only ever arrive through our own pages
 
     def approve(self, *, assignment, feedback: str) -> None:
-        pass
+        pass  # nothing to tell anyone: the review is recorded here only
 
     def reject(self, *, assignment, feedback: str) -> None:
         pass
@@ -43,3 +46,9 @@ class LocalProvider(CrowdProvider):
 
     def fee_rate(self, *, round) -> Decimal:
         return Decimal("0")
+
+    @classmethod
+    def rehearsal(cls, *, seed, currency):
+        from .rehearsal import LocalRehearsal
+
+        return LocalRehearsal(provider=cls())

@@ -1,21 +1,27 @@
 """Prolific through its REST API v1 (httpx). Money is in minor units (pence, cents) on the wire.
 
+Only fields Prolific's API reference documents are read. The workspace comes from
+``PROLIFIC_WORKSPACE_ID`` or, when unset, from the workspaces endpoint (exactly one workspace).
+
 Study creation and bonus payment are not idempotent on Prolific. A study is found again by its
-deterministic internal name before a new one is created; a bonus record's id is stored in the
-ledger before the pay call, which is sent once and, if its answer is lost, checked against the
-submission's bonus payments instead of being repeated.
+deterministic internal name (across every page of the study list) before a new one is created. A
+bonus record's id is stored in the ledger before the pay call, which is sent once; Prolific pays
+"in the following minutes", so the row stays possibly paid until the submission's
+``bonus_payments`` show it, and a rerun never pays it again meanwhile.
 """
 from __future__ import annotations
 
 import logging
 import math
 import time
+from datetime import timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 import httpx
 from django.conf import settings
+from django.utils import timezone
 
-from .base import (
+from ..base import (
     CrowdProvider,
     ProviderError,
     ProviderRefused,
@@ -31,6 +37,10 @@ COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
 STATUSES = {"AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": "rejected"}
 MIN_REJECTION_MESSAGE = 100
 RETRYABLE = {429, 500, 502, 503, 504}
+
+
+class NotSent(ProviderRefused):
+    """The request never left (no connection): nothing happened at Prolific, so it may be sent again."""
 
 
 def to_minor(amount: Decimal) -> int:
@@ -54,11 +64,14 @@ def completion_code(round) -> str:
 
 class ProlificProvider(CrowdProvider):
     name = "prolific"
+    label = "Prolific"
+    worker_urls = "providers.prolific.urls"
     bonus_resend_is_safe = False
+    bonus_settles_later = True
 
     def __init__(self, *, base_url: str | None = None, token: str | None = None, retry_pause: float | None = None,
                  max_attempts: int | None = None, transport: httpx.BaseTransport | None = None,
-                 page_size: int = 200):
+                 page_size: int = 200, workspace_id: str | None = None, project_id: str | None = None):
         self.base_url = (base_url or settings.PROLIFIC_API_URL).rstrip("/") + "/"
         self._token = token if token is not None else settings.PROLIFIC_API_TOKEN
         self.retry_pause = settings.PROVIDERS_RETRY_PAUSE_SECONDS if retry_pause is None else retry_pause
@@ -67,6 +80,9 @@ class ProlificProvider(CrowdProvider):
         self.page_size = page_size
         self._client: httpx.Client | None = None
         self.bonus_fee_rate = Decimal(settings.PROLIFIC_FEE_RATE)
+        self._workspace_id = workspace_id or settings.PROLIFIC_WORKSPACE_ID or None
+        self.project_id = project_id or settings.PROLIFIC_PROJECT_ID or None
+        self.settle_window = settings.PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS
 
     @property
     def client(self) -> httpx.Client:
@@ -91,6 +107,9 @@ class ProlificProvider(CrowdProvider):
                 if attempt + 1 < attempts:
                     time.sleep(self.retry_pause * 2**attempt)
                     continue
+                if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout)):
+                    # No connection, so the request was never sent: nothing happened at Prolific.
+                    raise NotSent(f"Prolific {method} {path}: {type(error).__name__}") from None
                 raise ProviderError(f"Prolific {method} {path}: {type(error).__name__}") from None
             if response.status_code in RETRYABLE:
                 if attempt + 1 < attempts:
@@ -106,6 +125,32 @@ class ProlificProvider(CrowdProvider):
                 raise ProviderRefused(f"Prolific {method} {path}: HTTP {response.status_code} {detail}")
             return response.json() if response.content else {}
         raise AssertionError("unreachable")
+
+    def _pages(self, path: str, params: dict | None = None):
+        """Every result of a listing, following ``_links.next.href`` to the last page."""
+        url, params = path, {"page_size": self.page_size, **(params or {})}
+        while url:
+            page = self._request("GET", url, params=params)
+            yield from page.get("results", [])
+            url = ((page.get("_links") or {}).get("next") or {}).get("href")
+            params = None  # the next link carries its own query
+
+    # -- workspace ---------------------------------------------------------------------------------
+
+    def workspace_id(self) -> str:
+        """The configured workspace, or the account's only one (from the workspaces endpoint)."""
+        if self._workspace_id is None:
+            workspaces = list(self._pages("workspaces/"))
+            if len(workspaces) != 1:
+                raise ProviderRefused(
+                    f"the Prolific account has {len(workspaces)} workspaces; set PROLIFIC_WORKSPACE_ID to the one "
+                    "to use" if workspaces else "the Prolific account has no workspace"
+                )
+            self._workspace_id = workspaces[0]["id"]
+        return self._workspace_id
+
+    def _workspace_balance(self) -> dict:
+        return self._request("GET", f"workspaces/{self.workspace_id()}/balance/")
 
     # -- publishing -------------------------------------------------------------------------------
 
@@ -126,7 +171,7 @@ class ProlificProvider(CrowdProvider):
     def publish(self, *, round, publication) -> PublishResult:
         options = publication.details.get("options", {})
         # Amounts go over the wire as numbers in the workspace's currency: it must be the round's.
-        currency = self._request("GET", "users/me/").get("currency_code")
+        currency = self._workspace_balance().get("currency_code")
         if currency and currency != round.currency:
             raise ProviderRefused(f"the Prolific workspace pays in {currency}, the round is in {round.currency}")
         internal_name = f"crowdbench-{deterministic_token(round=round, purpose='prolific:study')[:24]}"
@@ -137,11 +182,11 @@ class ProlificProvider(CrowdProvider):
             study = self._request("GET", f"studies/{publication.external_id}/")
         else:
             # A study created by an earlier attempt whose answer was lost is found by its name.
-            listed = self._request("GET", "studies/").get("results", [])
-            study = next((s for s in listed if s.get("internal_name") == internal_name), None)
+            study = next((s for s in self._pages("studies/") if s.get("internal_name") == internal_name), None)
         if study is None:
             minutes = self.estimated_minutes(round=round, options=options)
-            study = self._request("POST", "studies/", repeatable=False, json={
+            project = {"project": self.project_id} if self.project_id else {}
+            study = self._request("POST", "studies/", repeatable=False, json={**project,
                 "name": round.name,
                 "internal_name": internal_name,
                 "description": options.get("description") or round.instructions or round.name,
@@ -168,20 +213,20 @@ class ProlificProvider(CrowdProvider):
     # -- submissions and review -----------------------------------------------------------------
 
     def list_submissions(self, *, publication) -> list[RemoteSubmission]:
-        submissions = []
-        url = f"studies/{publication.external_id}/submissions/"
-        params = {"page_size": self.page_size}
-        while url:
-            page = self._request("GET", url, params=params)
-            for remote in page.get("results", []):
-                submissions.append(RemoteSubmission(
-                    provider_assignment_id=remote["id"], worker_external_id=remote["participant_id"],
-                    provider_task_id=remote["study_id"], status=STATUSES.get(remote["status"], "other"),
-                    provider_status=remote["status"],
-                ))
-            url = ((page.get("_links") or {}).get("next") or {}).get("href")
-            params = None  # the next link carries its own query
-        return submissions
+        return [
+            RemoteSubmission(
+                provider_assignment_id=remote["id"], worker_external_id=remote["participant_id"],
+                provider_task_id=remote["study_id"], status=STATUSES.get(remote["status"], "other"),
+                provider_status=remote["status"],
+            )
+            for remote in self._pages(f"studies/{publication.external_id}/submissions/")
+        ]
+
+    def after_submit(self, *, assignment) -> dict:
+        from ..models import Publication
+
+        publication = Publication.objects.get(round=assignment.round, provider=self.name)
+        return {"redirect_url": COMPLETE_URL.format(code=publication.details["completion_code"])}
 
     def approve(self, *, assignment, feedback: str) -> None:
         # Prolific treats a repeated transition as a no-op, so retrying is safe.
@@ -199,7 +244,7 @@ class ProlificProvider(CrowdProvider):
     # -- money -------------------------------------------------------------------------------------
 
     def send_bonus(self, *, payment) -> None:
-        from .models import BonusPayment
+        from ..models import BonusPayment
 
         if not payment.provider_record_id:
             # Creating a record pays nothing, so a duplicate record from a lost answer costs nothing.
@@ -212,7 +257,10 @@ class ProlificProvider(CrowdProvider):
         self._request("POST", f"bulk-bonus-payments/{payment.provider_record_id}/pay/", repeatable=False)
 
     def bonus_was_paid(self, *, payment) -> bool | None:
-        from .models import BonusPayment
+        """True once the submission's ``bonus_payments`` show the payment; None while it may still be
+        settling (or the pay call's answer was lost: Prolific offers no way to tell those apart);
+        False when nothing shows it long after the pay call (``PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS``)."""
+        from ..models import BonusPayment
 
         if not payment.provider_record_id:
             return False  # the pay call needs a record; without one nothing was paid
@@ -222,7 +270,11 @@ class ProlificProvider(CrowdProvider):
         same = BonusPayment.objects.filter(assignment=payment.assignment, amount=payment.amount).exclude(pk=payment.pk)
         if same.filter(status=BonusPayment.Status.SENDING).exists():
             return None  # two uncertain rows of one amount cannot be told apart
-        return paid_there > same.filter(status=BonusPayment.Status.PAID).count()
+        if paid_there > same.filter(status=BonusPayment.Status.PAID).count():
+            return True
+        if payment.sent_at and timezone.now() - payment.sent_at > timedelta(seconds=self.settle_window):
+            return False  # a payment Prolific accepted would have settled by now: it was not made
+        return None
 
     def block(self, *, worker, reason: str) -> None:
         # Prolific excludes participants through participant groups on its site; the local block
@@ -235,5 +287,10 @@ class ProlificProvider(CrowdProvider):
             self._request("POST", f"studies/{publication.external_id}/transition/", json={"action": "STOP"})
 
     def balance(self) -> Decimal | None:
-        workspace = self._request("GET", "users/me/")["current_workspace"]
-        return from_minor(self._request("GET", f"workspaces/{workspace}/balance/")["available_balance"])
+        return from_minor(self._workspace_balance()["available_balance"])
+
+    @classmethod
+    def rehearsal(cls, *, seed, currency):
+        from .rehearsal import ProlificRehearsal
+
+        return ProlificRehearsal(provider_class=cls, seed=seed, currency=currency)

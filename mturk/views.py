@@ -1,0 +1,56 @@
+"""The page MTurk shows in its frame (ExternalQuestion): a preview, or the worker's task."""
+from __future__ import annotations
+
+import random
+import re
+
+from django.shortcuts import get_object_or_404, render
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.views.decorators.clickjacking import xframe_options_exempt
+
+from annotation import services as crowd
+from annotation.models import Assignment, CollectionRound
+from providers import services
+from providers.views import refuse, render_task_page
+
+from .models import HIT
+from .provider import MTurkProvider, encode_answers, submit_hosts
+
+PREVIEW_ASSIGNMENT_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
+# MTurk ids arrive in the query string: accept only what MTurk issues.
+MTURK_ID = re.compile(r"^[A-Z0-9]{1,64}$")
+
+
+@xframe_options_exempt  # MTurk shows this page in an iframe on its own site
+def task(request, round_id: int):
+    round = get_object_or_404(CollectionRound, pk=round_id)
+    hit = get_object_or_404(HIT.objects.select_related("item"), hit_id=request.GET.get("hitId", ""),
+                            publication__round=round)
+    assignment_id = request.GET.get("assignmentId", "")
+    with translation.override(round.language):
+        if not assignment_id or assignment_id == PREVIEW_ASSIGNMENT_ID:
+            # Preview: the task read-only on an unsaved assignment (nothing is reserved).
+            handler = round.task_type_handler
+            preview = Assignment(round=round, item=hit.item,
+                                 presentation=handler.present(item=hit.item, rng=random.SystemRandom()))
+            return render(request, "mturk/preview.html", {
+                "round": round, "handler": handler, "task": handler.context(preview)})
+        worker_id = request.GET.get("workerId", "")
+        submit_to = request.GET.get("turkSubmitTo", "").rstrip("/")
+        if not MTURK_ID.match(assignment_id) or not MTURK_ID.match(worker_id) or submit_to not in submit_hosts():
+            return refuse(request, _("This task link is incomplete; open it from Mechanical Turk."), 400)
+        worker = services.get_or_create_provider_worker(provider=MTurkProvider.name, external_id=worker_id)
+        try:
+            assignment = services.request_provider_assignment(
+                round=round, worker=worker, item=hit.item, provider_assignment_id=assignment_id,
+                provider_task_id=hit.hit_id)
+        except crowd.CrowdWorkError as error:
+            return refuse(request, error.message, error.status_code)
+        if assignment is None:
+            return refuse(request, _("This task is no longer available. Please return the HIT."), 409)
+        return render_task_page(
+            request, template="mturk/task_page.html", round=round, assignment=assignment,
+            provider=MTurkProvider.name, external_submit_url=f"{submit_to}/mturk/externalSubmit",
+            answers_json=encode_answers(assignment.payload) if assignment.payload else "",
+        )

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ProlificConfig(AppConfig):
+    name = "providers.prolific"
+    label = "prolific"
+    verbose_name = "Prolific"

@@ -1,0 +1,42 @@
+"""One registry of providers: worker provider names come from it, and a new provider needs no migration."""
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from annotation.models import Worker, validate_qualification_rules
+from providers import services
+from providers.local import LocalProvider
+from providers.registry import PROVIDERS, UnknownProvider, get_provider
+
+pytestmark = pytest.mark.django_db
+
+
+class AcmeProvider(LocalProvider):
+    name = "acme"
+    label = "Acme crowd"
+
+
+def test_worker_provider_names_come_from_the_registry(monkeypatch):
+    assert {"local", "mturk", "prolific"} <= set(PROVIDERS)
+    assert not Worker._meta.get_field("provider").choices  # no database choices: no migration per provider
+    with pytest.raises(ValidationError, match="Unknown crowd provider"):
+        Worker(provider="acme", external_id="A1").full_clean()
+    with pytest.raises(ValidationError):
+        validate_qualification_rules({"providers": ["acme"]})
+    with pytest.raises(UnknownProvider):
+        services.get_or_create_provider_worker(provider="acme", external_id="A1")
+    assert not Worker.objects.exists()
+
+    monkeypatch.setitem(PROVIDERS, "acme", AcmeProvider)  # the one line a new provider adds
+    Worker(provider="acme", external_id="A1").full_clean()
+    validate_qualification_rules({"providers": ["acme", "prolific"]})
+    worker = services.get_or_create_provider_worker(provider="acme", external_id="A1")
+    assert worker.provider == "acme" and isinstance(get_provider("acme"), AcmeProvider)
+
+
+@pytest.mark.parametrize("name", ["", None, "MTURK", "mturk\x00", ["mturk"]])
+def test_unknown_or_malformed_provider_names_are_refused(name):
+    with pytest.raises(UnknownProvider) as refused:
+        get_provider(name)
+    assert refused.value.status_code == 400
