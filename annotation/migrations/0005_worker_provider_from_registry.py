@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0003_worker_languages'),
+        ('annotation', '0004_work_item_targets_checked_by_task_type'),
     ]
 
     operations = [
