@@ -30,8 +30,14 @@ def parse_amount(value: str | None, *, option: str) -> Decimal | None:
     return amount
 
 
+BUDGET_DECIMAL_PLACES = 6  # LLMRun.budget_usd
+
+
 def parse_budget(value: str | None) -> Decimal | None:
-    return parse_amount(value, option="--budget")
+    amount = parse_amount(value, option="--budget")
+    if amount is not None and amount.as_tuple().exponent < -BUDGET_DECIMAL_PLACES:
+        raise CommandError(f"--budget has at most {BUDGET_DECIMAL_PLACES} decimal places, got {value!r}")
+    return amount
 
 
 def not_configured(error: Exception) -> CommandError:

@@ -107,6 +107,7 @@ class LLMStep(Generic[S]):
         self.progress = progress
         self.on_requests = on_requests
         self.run: LLMRun | None = None
+        self._budget_reached = False  # by any batch: a later batch that fits must not hide it
 
     def skip(self, subject: S, reason: str) -> None:
         self.report.skipped.append(self.failure(subject, reason))
@@ -142,6 +143,7 @@ class LLMStep(Generic[S]):
     def _count(self, results: BatchResults) -> None:
         self.report.sent += results.stats.sent
         self.report.cache_hits += results.stats.cache_hits
+        self._budget_reached |= results.stats.budget_exceeded > 0
 
     def ask(self, jobs: Sequence[Job[S]]) -> list[Answer[S]]:
         """The usable answers; a failed request or an empty answer is recorded as a failure."""
@@ -190,4 +192,6 @@ class LLMStep(Generic[S]):
         if self.run is not None:
             self.run.refresh_from_db(fields=["spent_usd", "status"])
             self.report.spent_usd, self.report.run_status = self.run.spent_usd, self.run.status
+            if self._budget_reached:
+                self.report.run_status = LLMRun.Status.BUDGET_EXCEEDED
         return self.report
