@@ -19,7 +19,7 @@ from django.db import transaction
 
 from llm.client import LLMClient, LLMResult, chat_request, configured_model
 from llm.models import PromptTemplate
-from llm.services import ensure_template, render_template
+from llm.services import ensure_default_templates, render_template
 from llm.steps import Answer, LLMStep, StepReport
 
 from .models import Caption, Instance, ReferenceCandidate, Source
@@ -62,13 +62,8 @@ class ReferenceReport(StepReport):
 
 
 def ensure_reference_templates() -> dict[str, PromptTemplate]:
-    """The reference templates, adding our default text only for a name that has no version yet,
-    so a version edited in the admin stays the one used."""
-    templates = {}
-    for name, (text, description) in DEFAULT_TEMPLATES.items():
-        existing = PromptTemplate.objects.filter(name=name).order_by("-version").first()
-        templates[name] = existing or ensure_template(name=name, text=text, description=description)
-    return templates
+    """The reference templates; a version edited in the admin stays the one used."""
+    return ensure_default_templates(DEFAULT_TEMPLATES)
 
 
 def format_captions(captions: list[str]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from llm.calls import RenderedPrompt
 from llm.models import PromptTemplate
-from llm.services import ensure_template, render_template
+from llm.services import ensure_default_templates, render_template
 
 SYSTEM = "visitbench-judge-system"
 NO_REFERENCE = "visitbench-judge-no-reference"
@@ -62,13 +62,8 @@ DEFAULTS = {
 
 
 def ensure_judge_templates() -> dict[str, PromptTemplate]:
-    """The judge's templates, adding our default text only for a name with no version yet, so a
-    version edited in the admin stays the one used."""
-    templates = {}
-    for name, (text, description) in DEFAULTS.items():
-        existing = PromptTemplate.objects.filter(name=name).order_by("-version").first()
-        templates[name] = existing or ensure_template(name=name, text=text, description=description)
-    return templates
+    """The judge's templates; a version edited in the admin stays the one used."""
+    return ensure_default_templates(DEFAULTS)
 
 
 def format_captions(captions: list[str]) -> str:
