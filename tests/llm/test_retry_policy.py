@@ -81,3 +81,20 @@ def test_client_libraries_do_not_retry_underneath(settings):
     provider = MTurkProvider(endpoint="http://127.0.0.1:9", credentials=("k", "s"), retry_pause=0)
     assert provider.client.meta.config.retries["total_max_attempts"] == 1
     assert provider.retry_policy.attempts == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_requested_pause_holds_back_every_request_of_the_client(make_client, fake_server):
+    """A 429 with Retry-After concerns the whole server: requests started after it wait too."""
+    from llm.client import chat_request
+
+    fake_server.latency = 0.1
+    fake_server.fail_next(1, status=429, retry_after=1)
+    client = make_client(max_concurrency=2)
+    results = client.run_batch([chat_request(f"q{i}") for i in range(4)])
+    assert all(result.ok for result in results)
+    arrivals = sorted(request.received_at for request in fake_server.completion_requests)
+    first = arrivals[0]
+    # Two start at once (one is refused with 429); every later request waits out the pause.
+    assert len(arrivals) == 5
+    assert all(arrival - first >= 0.95 for arrival in arrivals[2:])
