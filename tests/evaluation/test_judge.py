@@ -296,3 +296,14 @@ def test_without_a_server_it_says_what_to_set(settings, pair_instance):
     with pytest.raises(CommandError, match="LLM is not configured.*LLM_BASE_URL"):
         judge("--models", "model-x,model-y")
     assert not LLMRun.objects.exists()
+
+
+def test_ratings_source_option_goes_with_the_database(tmp_path):
+    battles_file = tmp_path / "b.csv"
+    battles_file.write_text("model_a,model_b,winner\nx,y,model_a\n")
+    with pytest.raises(CommandError, match="--source goes with --from-db"):
+        call_command("ratings", str(battles_file), "--source", "judge", stdout=StringIO())
+    with pytest.raises(CommandError, match="--round selects a crowd round"):
+        call_command("ratings", "--from-db", "--source", "judge", "--round", "1", stdout=StringIO())
+    with pytest.raises(CommandError, match="no battles judged by the LLM judge"):
+        call_command("ratings", "--from-db", "--source", "judge", stdout=StringIO())
