@@ -237,7 +237,7 @@ MTURK_ENVIRONMENT = os.environ.get("MTURK_ENVIRONMENT", "sandbox")
 if MTURK_ENVIRONMENT not in {"sandbox", "production"}:
     raise ImproperlyConfigured(f"MTURK_ENVIRONMENT must be sandbox or production, got {MTURK_ENVIRONMENT!r}")
 MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")  # overrides the environment (tests, fakes)
-MTURK_MAX_ATTEMPTS = env_number("MTURK_MAX_ATTEMPTS", "5", int)  # botocore total_max_attempts
+MTURK_MAX_ATTEMPTS = env_number("MTURK_MAX_ATTEMPTS", "5", int)  # tries per call (crowdbench.retry)
 MTURK_FRAME_HEIGHT = env_number("MTURK_FRAME_HEIGHT", "900", int)
 MTURK_LIFETIME_SECONDS = env_number("MTURK_LIFETIME_SECONDS", str(7 * 24 * 3600), int)
 MTURK_AUTO_APPROVAL_DELAY_SECONDS = env_number("MTURK_AUTO_APPROVAL_DELAY_SECONDS", str(3 * 24 * 3600), int)
@@ -250,6 +250,6 @@ PROLIFIC_PROJECT_ID = os.environ.get("PROLIFIC_PROJECT_ID", "")
 PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS = env_number("PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS", str(24 * 3600), int)
 PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.3333")  # service fee on rewards and bonuses
 PROLIFIC_MAX_ATTEMPTS = env_number("PROLIFIC_MAX_ATTEMPTS", "4", int)  # for safe calls only
-# First pause before our own retries of throttled / failing provider calls; doubles each time.
+# First pause before a retry of a throttled / failing provider call (crowdbench.retry); doubles each time.
 PROVIDERS_RETRY_PAUSE_SECONDS = env_number("PROVIDERS_RETRY_PAUSE_SECONDS", "1.0", float)
 # --- end crowd providers ---------------------------------------------------------------------------

@@ -18,12 +18,10 @@ from pathlib import Path
 
 from django.db import transaction
 
-from llm.client import LLMClient, LLMResult, chat_request, configured_model, run_batch
-from llm.models import LLMRun
-from llm.services import create_run
+from llm.client import LLMClient, LLMResult, chat_request, configured_model
+from llm.steps import LLMStep, StepReport
 
 from .models import Instance, ModelOutput, Source
-from .reference_generation import format_usd
 from .review_generation import image_source
 from .file_errors import parse_csv_file
 from .visitbench_csv import VisitBenchFormatError
@@ -231,29 +229,15 @@ class OutputFailure:
 
 
 @dataclass
-class OutputGenerationReport:
-    model: str
-    requested: int = 0
-    created: int = 0
+class OutputGenerationReport(StepReport):
+    model: str = ""
     skipped_existing: int = 0
-    sent: int = 0
-    cache_hits: int = 0
-    failures: list[OutputFailure] = field(default_factory=list)
-    run_id: int | None = None
-    run_status: str = ""
-    spent_usd: Decimal = Decimal(0)
 
     def summary(self) -> str:
         return (
             f"{self.model}: {self.requested} instances, {self.created} outputs stored, "
-            f"{self.skipped_existing} already had one, {len(self.failures)} failed; {self.sent} requests sent, "
-            f"{self.cache_hits} answered from the cache (spent ${format_usd(self.spent_usd)})"
+            f"{self.skipped_existing} already had one, {len(self.failures)} failed; {self.requests_summary()}"
         )
-
-    def as_dict(self) -> dict:
-        data = asdict(self)
-        data["spent_usd"] = str(self.spent_usd)
-        return data
 
 
 def generate_outputs(
@@ -284,38 +268,25 @@ def generate_outputs(
         instances = Instance.objects.filter(status=Instance.Status.VERIFIED)
     instances = list(instances)
     report = OutputGenerationReport(model=name, requested=len(instances))
+    step = LLMStep(report=report, purpose=PURPOSE, failure=lambda instance, reason: OutputFailure(instance.pk, reason),
+                   client=client, progress=progress, on_requests=on_requests)
     have = set(ModelOutput.objects.filter(model_name=name, instance__in=instances)
                .values_list("instance_id", flat=True))
     todo = [instance for instance in instances if instance.pk not in have]
     report.skipped_existing = len(instances) - len(todo)
     jobs = []
     for instance in todo:
-        try:
-            sources = [image_source(link.image) for link in instance.image_links.select_related("image")]
-            request = chat_request(instance.instruction, images=sources, model=model, purpose=PURPOSE,
-                                   max_tokens=MAX_TOKENS, temperature=0)
-        except (FileNotFoundError, ValueError) as exc:  # a stored file gone missing, or not an image
-            report.failures.append(OutputFailure(instance.pk, f"cannot send the image: {exc}"))
-            continue
-        jobs.append((instance, request))
+        job = step.job(instance, lambda: chat_request(
+            instance.instruction, images=[image_source(link.image) for link in instance.image_links.select_related("image")],
+            model=model, purpose=PURPOSE, max_tokens=MAX_TOKENS, temperature=0,
+        ))
+        if job is not None:
+            jobs.append(job)
     if not jobs:
         return report
-    run: LLMRun = create_run(name=f"Model outputs ({name}, {len(jobs)} instances)", budget_usd=budget_usd,
-                             purpose=PURPOSE)
-    report.run_id = run.pk
-    if on_requests is not None:
-        on_requests(len(jobs))
-    results = run_batch([request for _instance, request in jobs], run=run, progress=progress, client=client)
-    report.sent, report.cache_hits = results.stats.sent, results.stats.cache_hits
-    for (instance, _request), result in zip(jobs, results):
-        text = (result.text or "").strip() if result.ok else ""
-        if not result.ok or not text:
-            reason = f"{result.status}: {result.error}" if not result.ok else "the model answered with no text"
-            report.failures.append(OutputFailure(instance.pk, reason))
-            continue
+    step.start(name=f"Model outputs ({name}, {len(jobs)} instances)", budget_usd=budget_usd)
+    for answer in step.ask(jobs):
         with transaction.atomic():
-            _store_output(instance=instance, model_name=name, text=text, source=Source.LLM)
+            _store_output(instance=answer.job.subject, model_name=name, text=answer.text, source=Source.LLM)
         report.created += 1
-    run.refresh_from_db(fields=["spent_usd", "status"])
-    report.spent_usd, report.run_status = run.spent_usd, run.status
-    return report
+    return step.finish()

@@ -5,21 +5,22 @@ this instruction, and you can add a short explanation: '<instruction>'. Response
 multi-image variant that enumerates the captions. Both are versioned prompt templates that
 researchers may edit in the admin; each candidate records the template version that made it.
 
-All requests of a call go through one ``run_batch``: answered requests come from the LLM layer's
-cache, so a re-run after an interruption sends only what is missing, and a budget stops the batch
-before it is exceeded.
+The step runs on the LLM-step skeleton (``llm.steps``): answered requests come from the LLM
+layer's cache, so a re-run after an interruption sends only what is missing, and a budget stops
+the batch before it is exceeded.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db import transaction
 
-from llm.client import LLMClient, LLMResult, chat_request, configured_model, run_batch
-from llm.models import LLMRun, PromptTemplate
-from llm.services import create_run, ensure_template, render_template
+from llm.client import LLMClient, LLMResult, chat_request, configured_model
+from llm.models import PromptTemplate
+from llm.services import ensure_default_templates, render_template
+from llm.steps import Answer, LLMStep, StepReport
 
 from . import instance_status
 from .models import Caption, Instance, ReferenceCandidate, Source
@@ -44,11 +45,6 @@ MAX_TOKENS = 512
 REGENERATION_TEMPERATURE = 0.7
 
 
-def format_usd(amount: Decimal) -> str:
-    """0.00052200 → 0.000522 and 0E-8 → 0: stored amounts carry eight decimal places."""
-    return format(amount.normalize(), "f")
-
-
 @dataclass
 class ReferenceFailure:
     instance_id: int
@@ -56,39 +52,19 @@ class ReferenceFailure:
 
 
 @dataclass
-class ReferenceReport:
-    requested: int = 0
-    created: int = 0
-    sent: int = 0
-    cache_hits: int = 0
-    skipped: list[ReferenceFailure] = field(default_factory=list)
-    failures: list[ReferenceFailure] = field(default_factory=list)
+class ReferenceReport(StepReport):
     candidate_ids: list[int] = field(default_factory=list)
-    run_id: int | None = None
-    run_status: str = ""
-    spent_usd: Decimal = Decimal(0)
 
     def summary(self) -> str:
         return (
             f"{self.requested} instances: {self.created} reference candidates created, "
-            f"{len(self.failures)} failed, {len(self.skipped)} skipped; {self.sent} requests sent, "
-            f"{self.cache_hits} answered from the cache (spent ${format_usd(self.spent_usd)})"
+            f"{len(self.failures)} failed, {len(self.skipped)} skipped; {self.requests_summary()}"
         )
-
-    def as_dict(self) -> dict:
-        data = asdict(self)
-        data["spent_usd"] = str(self.spent_usd)
-        return data
 
 
 def ensure_reference_templates() -> dict[str, PromptTemplate]:
-    """The reference templates, adding our default text only for a name that has no version yet,
-    so a version edited in the admin stays the one used."""
-    templates = {}
-    for name, (text, description) in DEFAULT_TEMPLATES.items():
-        existing = PromptTemplate.objects.filter(name=name).order_by("-version").first()
-        templates[name] = existing or ensure_template(name=name, text=text, description=description)
-    return templates
+    """The reference templates; a version edited in the admin stays the one used."""
+    return ensure_default_templates(DEFAULT_TEMPLATES)
 
 
 def format_captions(captions: list[str]) -> str:
@@ -133,13 +109,6 @@ def instances_awaiting_reference(*, instance_ids: Iterable[int] | None = None) -
                 .order_by("pk"))
 
 
-@dataclass
-class _Job:
-    instance: Instance
-    prompt: object  # RenderedPrompt
-    request: object  # LLMRequest
-
-
 def generate_references(
     *,
     instances: Iterable[Instance] | None = None,
@@ -160,72 +129,56 @@ def generate_references(
     model_name = configured_model(model, client)
     instances = instances_awaiting_reference() if instances is None else list(instances)
     report = ReferenceReport(requested=len(instances))
+    step = LLMStep(report=report, purpose=PURPOSE, failure=lambda instance, reason: ReferenceFailure(instance.pk, reason),
+                   client=client, progress=progress, on_requests=on_requests)
     ready: list[tuple[Instance, list[str]]] = []
     for instance in instances:
         if instance.status != Instance.Status.AWAITING_REFERENCE:
-            report.skipped.append(ReferenceFailure(instance.pk, f"status is {instance.status}"))
+            step.skip(instance, f"status is {instance.status}")
             continue
         captions = current_instruction_captions(instance)
         if captions is None:
-            report.skipped.append(
-                ReferenceFailure(instance.pk, "no current instruction-conditioned caption for every image")
-            )
+            step.skip(instance, "no current instruction-conditioned caption for every image")
             continue
         ready.append((instance, captions))
     if not ready:
         return report
 
     ensure_reference_templates()
-    run: LLMRun = create_run(
-        name=f"VisIT-Bench references ({model_name}, {len(ready)} instances)",
-        budget_usd=budget_usd, purpose=PURPOSE,
-    )
-    report.run_id = run.pk
+    step.start(name=f"VisIT-Bench references ({model_name}, {len(ready)} instances)", budget_usd=budget_usd)
     jobs = []
     for instance, captions in ready:
         multi = instance.family.is_multi_image or len(captions) > 1
         prompt = reference_prompt(instruction=instance.instruction, captions=captions, multi_image=multi)
         attempt = instance.reference_candidates.filter(source=Source.LLM).count()
         sampling = {"temperature": 0} if attempt == 0 else {"temperature": REGENERATION_TEMPERATURE, "seed": attempt}
-        request = chat_request(prompt, model=model, purpose=PURPOSE, max_tokens=MAX_TOKENS, **sampling)
-        jobs.append(_Job(instance=instance, prompt=prompt, request=request))
-
-    if on_requests is not None:
-        on_requests(len(jobs))
-    results = run_batch([job.request for job in jobs], run=run, progress=progress, client=client)
-    report.sent, report.cache_hits = results.stats.sent, results.stats.cache_hits
-    for job, result in zip(jobs, results):
-        if not result.ok:
-            report.failures.append(ReferenceFailure(job.instance.pk, f"{result.status}: {result.error}"))
-            continue
-        text = (result.text or "").strip()
-        if not text:
-            report.failures.append(ReferenceFailure(job.instance.pk, "the model answered with no text"))
-            continue
-        candidate = _store_candidate(job=job, text=text, model_name=result.model or model_name)
+        jobs.append(step.job(instance, lambda: chat_request(prompt, model=model, purpose=PURPOSE,
+                                                             max_tokens=MAX_TOKENS, **sampling), prompt=prompt))
+    jobs = [job for job in jobs if job is not None]
+    for answer in step.ask(jobs):
+        candidate = _store_candidate(answer=answer, model_name=answer.model or model_name)
         if candidate is None:
-            report.skipped.append(ReferenceFailure(job.instance.pk, "moved on while the request ran"))
+            step.skip(answer.job.subject, "moved on while the request ran")
             continue
         report.candidate_ids.append(candidate.pk)
         report.created += 1
-    run.refresh_from_db(fields=["spent_usd", "status"])
-    report.spent_usd, report.run_status = run.spent_usd, run.status
-    return report
+    return step.finish()
 
 
 @transaction.atomic
-def _store_candidate(*, job: _Job, text: str, model_name: str) -> ReferenceCandidate | None:
+def _store_candidate(*, answer: Answer, model_name: str) -> ReferenceCandidate | None:
     # Locked and re-read: a concurrent run (a Celery task and a command, say) stores one candidate.
-    instance = Instance.objects.select_for_update().get(pk=job.instance.pk)
+    instance = Instance.objects.select_for_update().get(pk=answer.job.subject.pk)
     if instance.status != Instance.Status.AWAITING_REFERENCE:
         return None
+    prompt = answer.job.prompt
     candidate = ReferenceCandidate(
         instance=instance,
-        text=text,
+        text=answer.text,
         model_name=model_name,
-        prompt=job.prompt.text,
-        prompt_template=job.prompt.template_name,
-        prompt_template_version=job.prompt.template_version,
+        prompt=prompt.text,
+        prompt_template=prompt.template_name,
+        prompt_template_version=prompt.template_version,
         source=Source.LLM,
     )
     candidate.full_clean()

@@ -24,9 +24,8 @@ from decimal import Decimal
 from django.db import transaction
 
 from llm.client import LLMClient, LLMResult, chat_request, configured_model
-from llm.models import LLMRun
-from llm.services import create_run, ensure_template, render_template
-from llm.structured import ask_for_parsed_answers
+from llm.services import ensure_template, render_template
+from llm.steps import Answer, LLMStep, StepReport
 
 from .models import Image, Language, Review, ReviewSet, Source
 
@@ -148,31 +147,16 @@ class GenerationFailure:
 
 
 @dataclass
-class GenerationReport:
-    requested: int = 0
+class GenerationReport(StepReport):
     skipped_existing: int = 0
-    created: int = 0
-    retried: int = 0
-    failures: list[GenerationFailure] = field(default_factory=list)
     review_set_ids: list[int] = field(default_factory=list)
-    run_id: int | None = None
-    spent_usd: Decimal = Decimal(0)
 
     def summary(self) -> str:
         return (
             f"{self.requested} image/language pairs: {self.created} review sets created, "
-            f"{self.skipped_existing} already generated, {self.retried} retried, {len(self.failures)} failed "
-            f"(spent ${self.spent_usd})"
+            f"{self.skipped_existing} already generated, {self.retried} retried, {len(self.failures)} failed; "
+            f"{self.requests_summary()}"
         )
-
-
-@dataclass
-class _Job:
-    image: Image
-    language: str
-    prompt: object  # RenderedPrompt
-    request: object  # LLMRequest
-    reviews: dict[int, str] | None = None
 
 
 def images_for_generation(*, categories: Sequence[str] = (), image_ids: Sequence[int] = ()) -> list[Image]:
@@ -229,55 +213,43 @@ def generate_review_sets(
         return report
 
     ensure_review_templates()
-    run: LLMRun = create_run(
-        name=f"IRR review generation ({model_name}, {len(todo)} image/language pairs)",
-        budget_usd=budget_usd, purpose=PURPOSE,
-    )
-    report.run_id = run.pk
+    step = LLMStep(report=report, purpose=PURPOSE, client=client, progress=progress, on_requests=on_requests,
+                   failure=lambda pair, reason: GenerationFailure(pair[0].pk, pair[1], reason))
+    step.start(name=f"IRR review generation ({model_name}, {len(todo)} image/language pairs)", budget_usd=budget_usd)
     sampling = {"temperature": 0} if seed is None else {"temperature": 0, "seed": seed}
     jobs = []
     for image, language in todo:
         prompt = render_template(TEMPLATE_NAMES[language], category=image.category or "unspecified")
-        try:
-            request = chat_request(
-                prompt, images=[image_source(image)], model=model, purpose=PURPOSE, max_tokens=MAX_TOKENS,
-                **sampling,
-            )
-        except (FileNotFoundError, ValueError) as exc:  # a stored file gone missing, or not an image
-            report.failures.append(GenerationFailure(image.pk, language, f"cannot send the image: {exc}"))
-            continue
-        jobs.append(_Job(image=image, language=language, prompt=prompt, request=request))
-
-    answers, report.retried = ask_for_parsed_answers(
-        [job.request for job in jobs],
-        parse=lambda index, text: parse_review_answer(text),
-        correction=lambda index, problem: CORRECTIONS[jobs[index].language].replace("{problem}", problem),
+        job = step.job((image, language), lambda: chat_request(
+            prompt, images=[image_source(image)], model=model, purpose=PURPOSE, max_tokens=MAX_TOKENS, **sampling,
+        ), prompt=prompt)
+        if job is not None:
+            jobs.append(job)
+    answers = step.ask_parsed(
+        jobs,
+        parse=lambda job, text: parse_review_answer(text),
+        correction=lambda job, problem: CORRECTIONS[job.subject[1]].replace("{problem}", problem),
         reject_reason="unusable review answer",
-        run=run, client=client, progress=progress, on_requests=on_requests,
     )
-    for job, answer in zip(jobs, answers):
-        if answer.value is None:
-            report.failures.append(GenerationFailure(job.image.pk, job.language, answer.problem))
-            continue
-        job.reviews = answer.value
-        review_set = _store(job, model_name=model_name)
+    for answer in answers:
+        review_set = _store(answer, model_name=model_name)
         report.review_set_ids.append(review_set.pk)
         report.created += 1
-    run.refresh_from_db(fields=["spent_usd"])
-    report.spent_usd = run.spent_usd
-    return report
+    return step.finish()
 
 
 @transaction.atomic
-def _store(job: _Job, *, model_name: str) -> ReviewSet:
+def _store(answer: Answer, *, model_name: str) -> ReviewSet:
+    image, language = answer.job.subject
+    prompt = answer.job.prompt
     review_set = ReviewSet(
-        image=job.image, category=job.image.category, language=job.language, source=Source.LLM,
-        generator_model=model_name, prompt_template=job.prompt.template_name,
-        prompt_template_version=job.prompt.template_version,
+        image=image, category=image.category, language=language, source=Source.LLM,
+        generator_model=model_name, prompt_template=prompt.template_name,
+        prompt_template_version=prompt.template_version,
     )
     review_set.full_clean()
     review_set.save()
-    reviews = [Review(review_set=review_set, prompt_rank=level, text=job.reviews[level]) for level in LEVELS]
+    reviews = [Review(review_set=review_set, prompt_rank=level, text=answer.value[level]) for level in LEVELS]
     for review in reviews:
         review.full_clean(exclude=["review_set"])
     Review.objects.bulk_create(reviews)

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import ReviewScore
+from .models import JudgedBattle, ReviewScore
 
 
 @admin.register(ReviewScore)
@@ -19,3 +19,16 @@ class ReviewScoreAdmin(admin.ModelAdmin):
     @admin.display(ordering="review__prompt_rank", description="prompt rank")
     def prompt_rank(self, score: ReviewScore) -> int:
         return score.review.prompt_rank
+
+
+@admin.register(JudgedBattle)
+class JudgedBattleAdmin(admin.ModelAdmin):
+    """Battles of the LLM judge; the answers (chain of thought) are on the linked LLM calls."""
+
+    list_display = ["instance", "model_a", "model_b", "verdict_1", "verdict_2", "winner", "judge_model",
+                    "with_reference", "prompt_version", "updated_at"]
+    list_filter = ["judge_model", "with_reference", "winner", "prompt_template"]
+    search_fields = ["model_a", "model_b", "instance__instruction"]
+    list_select_related = ["instance"]
+    raw_id_fields = ["instance", "query_call_1", "query_call_2", "extraction_call_1", "extraction_call_2"]
+    readonly_fields = ["created_at", "updated_at"]

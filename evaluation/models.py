@@ -35,3 +35,66 @@ class ReviewScore(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_name} ({self.ranker_kind}) on review {self.review_id}: {self.score:g}"
+
+
+class BattleSource(models.TextChoices):
+    """Who judged a battle; ratings keep the sources apart."""
+
+    HUMAN = "human", "Crowd workers (pairwise task)"
+    JUDGE = "judge", "LLM judge"
+
+
+class JudgedBattle(models.Model):
+    """One pair of outputs for one instance, judged by an LLM in both orderings.
+
+    Query 1 shows ``model_a`` as Response A, query 2 shows ``model_b`` as Response A. A verdict
+    is the model the query preferred ("model_a"/"model_b") or empty when it named neither, even
+    after extraction; ``winner`` follows the two-query rule. The answers themselves (the chain of
+    thought), tokens and cost stay on the LLM calls linked here. ``model_b`` is "reference" when
+    the accepted reference is the other side.
+    """
+
+    class Winner(models.TextChoices):
+        MODEL_A = "model_a", "model_a"
+        MODEL_B = "model_b", "model_b"
+        TIE = "tie", "tie"
+
+    class Verdict(models.TextChoices):
+        MODEL_A = "model_a", "model_a"
+        MODEL_B = "model_b", "model_b"
+        NONE = "", "none"
+
+    source = models.CharField(max_length=10, choices=BattleSource.choices, default=BattleSource.JUDGE)
+    instance = models.ForeignKey("datasets_app.Instance", on_delete=models.CASCADE, related_name="judged_battles")
+    model_a = models.CharField(max_length=200)
+    model_b = models.CharField(max_length=200)
+    verdict_1 = models.CharField(max_length=10, choices=Verdict.choices, blank=True)
+    verdict_2 = models.CharField(max_length=10, choices=Verdict.choices, blank=True)
+    winner = models.CharField(max_length=10, choices=Winner.choices)
+    judge_model = models.CharField(max_length=200)
+    extractor_model = models.CharField(max_length=200, blank=True)
+    with_reference = models.BooleanField(help_text="Whether the judge saw the human-verified reference.")
+    prompt_template = models.CharField(max_length=100)
+    prompt_version = models.PositiveIntegerField()
+    query_call_1 = models.ForeignKey("llm.LLMCall", null=True, on_delete=models.SET_NULL, related_name="+")
+    query_call_2 = models.ForeignKey("llm.LLMCall", null=True, on_delete=models.SET_NULL, related_name="+")
+    extraction_call_1 = models.ForeignKey("llm.LLMCall", null=True, blank=True, on_delete=models.SET_NULL,
+                                          related_name="+")
+    extraction_call_2 = models.ForeignKey("llm.LLMCall", null=True, blank=True, on_delete=models.SET_NULL,
+                                          related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["instance", "model_a", "model_b", "judge_model", "with_reference", "prompt_template",
+                        "prompt_version"],
+                name="one_judged_battle_per_pair_judge_and_prompt",
+            ),
+            models.CheckConstraint(condition=~models.Q(model_a=models.F("model_b")), name="judged_battle_two_sides"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model_a} vs {self.model_b} on instance {self.instance_id}: {self.winner} ({self.judge_model})"

@@ -82,3 +82,36 @@ def human_battles(*, round_id: int | None = None) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=BATTLE_COLUMNS)
     return frame.sort_values("submitted_at", kind="stable")[BATTLE_COLUMNS].reset_index(drop=True)
+
+
+def judged_battles(
+    *, judge_model: str | None = None, with_reference: bool | None = None, models=None
+) -> pd.DataFrame:
+    """Battles judged by the LLM judge, in the order they were stored: (model_a, model_b, winner,
+    category), ties included. Filter by judge model, reference mode, or the models on both sides."""
+    from .models import JudgedBattle
+
+    queryset = JudgedBattle.objects.select_related("instance__family").order_by("pk")
+    if judge_model is not None:
+        queryset = queryset.filter(judge_model=judge_model)
+    if with_reference is not None:
+        queryset = queryset.filter(with_reference=with_reference)
+    if models is not None:
+        queryset = queryset.filter(model_a__in=list(models), model_b__in=list(models))
+    rows = [(b.model_a, b.model_b, b.winner, b.instance.family.name) for b in queryset]
+    return pd.DataFrame(rows, columns=BATTLE_COLUMNS)
+
+
+BATTLE_SOURCES = ("human", "judge")
+
+
+def battles(*, source: str = "human", round_id: int | None = None) -> pd.DataFrame:
+    """Battles of one source (human judgments or the LLM judge's) for the ratings; the sources are
+    never mixed."""
+    if source == "human":
+        return human_battles(round_id=round_id)
+    if source == "judge":
+        if round_id is not None:
+            raise ValueError("judged battles do not belong to a crowd round")
+        return judged_battles()
+    raise ValueError(f"unknown battle source {source!r}; choose one of {', '.join(BATTLE_SOURCES)}")

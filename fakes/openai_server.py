@@ -6,6 +6,7 @@ fail the next N requests (429 with ``Retry-After``, 500, ...), send malformed bo
 records every request it receives.
 
     python -m fakes.openai_server --port 8765 --latency 0.2
+    python -m fakes.openai_server --port 8765 --responder judge   # answers like a pairwise judge
     export OPENAI_BASE_URL=http://127.0.0.1:8765/v1
 
 In Python::
@@ -126,6 +127,34 @@ class _Script:
     def __len__(self) -> int:
         with self._lock:
             return len(self._faults)
+
+
+_JUDGED = re.compile(r"Response A:\s*(?P<a>.*?)\n\s*Response B:\s*(?P<b>.*?)(?:\n\n|$)", re.DOTALL)
+_PREFERRED = re.compile(r"(?:Overall, Response|prefer(?:s|red)? Response)\s*([AB])\b", re.IGNORECASE)
+
+
+def judge_responder(endpoint: str, body: dict) -> str:
+    """A stand-in pairwise judge: prefers the longer response (a crude but deterministic rule),
+    reasons briefly, and ends with the phrase crowdbench's judge prompt asks for; answers the
+    verdict-extraction prompt with one letter. Other requests are echoed."""
+    if endpoint != "chat":
+        return echo_responder(endpoint, body)
+    users = [m for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+    text = message_text(users[-1].get("content")) if users else ""
+    if "Which response did the judge finally prefer" in text:
+        found = _PREFERRED.findall(text.split("Judge's comparison:", 1)[-1])
+        return found[-1].upper() if found else "none"
+    match = _JUDGED.search(text)
+    if not match:
+        return echo_responder(endpoint, body)
+    a, b = match.group("a").strip(), match.group("b").strip()
+    better = "A" if len(a) >= len(b) else "B"
+    return (f"Step 1: the instruction asks for a response grounded in the image description. "
+            f"Step 2: Response A has {len(a.split())} words, Response B has {len(b.split())} words; "
+            f"the longer one covers more of what is asked.\nOverall, Response {better} is better.")
+
+
+RESPONDERS = {"echo": echo_responder, "judge": judge_responder}
 
 
 class FakeOpenAIServer:
@@ -554,6 +583,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", action="append", dest="models", help="model name listed by /v1/models")
     parser.add_argument("--api-key", help="require this bearer key (default: accept any request)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument("--responder", choices=sorted(RESPONDERS), default="echo",
+                        help="echo the prompt (default), or act as a pairwise judge (prefers the longer response)")
     args = parser.parse_args(argv)
     server = FakeOpenAIServer(
         host=args.host,
@@ -562,6 +593,7 @@ def main(argv: list[str] | None = None) -> None:
         models=tuple(args.models or ("fake-model",)),
         api_key=args.api_key,
         verbose=args.verbose,
+        responder=RESPONDERS[args.responder],
     )
     print(f"Fake OpenAI-compatible server on {server.base_url} (latency {args.latency}s)", flush=True)
     print(f"  export OPENAI_BASE_URL={server.base_url} LLM_MODEL={server.models[0]}", flush=True)

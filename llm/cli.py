@@ -1,12 +1,20 @@
-"""What the commands of LLM steps share: amount parsing, a progress bar, the not-configured message."""
+"""What the commands of LLM steps share: amount parsing, a progress bar, the not-configured
+message, running a step and writing its report."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
+from typing import TypeVar
 
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
+
+from .config import LLMNotConfigured
+from .steps import StepReport
+
+R = TypeVar("R")
 
 
 def parse_amount(value: str | None, *, option: str) -> Decimal | None:
@@ -22,8 +30,14 @@ def parse_amount(value: str | None, *, option: str) -> Decimal | None:
     return amount
 
 
+BUDGET_DECIMAL_PLACES = 6  # LLMRun.budget_usd
+
+
 def parse_budget(value: str | None) -> Decimal | None:
-    return parse_amount(value, option="--budget")
+    amount = parse_amount(value, option="--budget")
+    if amount is not None and amount.as_tuple().exponent < -BUDGET_DECIMAL_PLACES:
+        raise CommandError(f"--budget has at most {BUDGET_DECIMAL_PLACES} decimal places, got {value!r}")
+    return amount
 
 
 def not_configured(error: Exception) -> CommandError:
@@ -50,3 +64,28 @@ def request_bar(*, verbosity: int, unit: str = "request"):
     finally:
         for bar in bars:
             bar.close()
+
+
+def run_step(step: Callable[..., R], *, verbosity: int, **arguments) -> R:
+    """Call an LLM step's service with a progress bar; without an LLM server, a CommandError
+    saying what to set (the service has written nothing)."""
+    try:
+        with request_bar(verbosity=verbosity) as (on_requests, progress):
+            return step(on_requests=on_requests, progress=progress, **arguments)
+    except LLMNotConfigured as error:
+        raise not_configured(error) from None
+
+
+def write_step_report(
+    command: BaseCommand, report: StepReport, *, subject: Callable[[object], str], failed: str
+) -> None:
+    """Skips and failures on stderr (``subject(failure)`` names what it was for), then the
+    summary, then a note when the budget stopped the run."""
+    for skipped in report.skipped:
+        command.stderr.write(f"{subject(skipped)}: skipped: {skipped.reason}")
+    for failure in report.failures:
+        command.stderr.write(f"{subject(failure)}: {failed}: {failure.reason}")
+    style = command.style.SUCCESS if not report.failures else command.style.WARNING
+    command.stdout.write(style(report.summary()))
+    if report.budget_reached:
+        command.stdout.write(command.style.WARNING("The budget was reached; raise --budget and re-run to continue."))

@@ -2,7 +2,7 @@
 
 Every request goes through ``LLMClient``: the response cache is checked first, then the run's
 budget reserves the request's worst-case cost, then the ``openai`` SDK sends it with bounded
-concurrency and our own retry policy, and the outcome is stored as an ``LLMCall``.
+concurrency and the one retry policy (``crowdbench.retry``), and the outcome is stored as an ``LLMCall``.
 
     from llm.client import chat_request, run_batch, complete
 
@@ -15,15 +15,12 @@ Celery tasks; async code awaits ``LLMClient.arun`` instead.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
-import random
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from decimal import Decimal
 
 import httpx
@@ -32,6 +29,8 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone as django_timezone
+
+from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
 
 from .calls import (
     COMPLETION_LIMIT_PARAMS,
@@ -68,6 +67,7 @@ __all__ = [
     "completion",
     "completion_request",
     "image_url",
+    "retry_after_seconds",
     "run_batch",
     "vision_message",
 ]
@@ -294,33 +294,6 @@ class _Recorder:
         )
 
 
-def retry_after_seconds(headers) -> float | None:
-    """Seconds the server asked us to wait: ``retry-after-ms``, or ``Retry-After`` as seconds or
-    an HTTP date."""
-    if headers is None:
-        return None
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-
-
 def _error_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
@@ -370,6 +343,10 @@ class LLMClient:
         self.config = config if config is not None else LLMConfig.from_settings(**overrides)
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._not_before = 0.0  # monotonic time before which no attempt starts (server asked to wait)
+        self.retry_policy = RetryPolicy(
+            attempts=self.config.max_retries + 1, base=self.config.backoff_base,
+            cap=self.config.backoff_max, retry_after_max=self.config.retry_after_max,
+        )
 
     # ---- sync entry points --------------------------------------------------------------------
 
@@ -539,7 +516,7 @@ class LLMClient:
             # keeps the SDK from looking for OPENAI_API_KEY itself.
             api_key=config.api_key or _no_api_key,
             timeout=config.timeout,
-            max_retries=0,  # our policy below retries, with Retry-After and a shared pause
+            max_retries=0,  # crowdbench.retry retries, with Retry-After and a shared pause
         )
         semaphore = self._semaphore()
         drain = asyncio.create_task(recorder.drain())
@@ -609,43 +586,48 @@ class LLMClient:
         # out exactly as hashed (no per-field transformation, which costs CPU at high rates).
         path = ENDPOINT_PATHS[call.request.endpoint]
         options = {"headers": {"Authorization": openai.omit}} if not self.config.api_key else {}
-        attempts_allowed = self.config.max_retries + 1
-        for attempt in range(1, attempts_allowed + 1):
-            wait = self._not_before - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            stats.http_attempts += 1
-            attempt_started = time.perf_counter()
-            try:
-                response = await sdk.post(path, cast_to=httpx.Response, body=call.body, options=options)
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                retryable = status in RETRYABLE_STATUSES or status >= 500
-                if retryable and attempt < attempts_allowed:
-                    self._back_off(exc.response.headers, attempt, f"HTTP {status}", call, stats)
-                    continue
-                return self._failure(call, attempt, attempt_started, _error_message(exc), status)
-            except openai.APIConnectionError as exc:  # also timeouts
-                if attempt < attempts_allowed:
-                    self._back_off(None, attempt, type(exc).__name__, call, stats)
-                    continue
-                return self._failure(call, attempt, attempt_started, f"{type(exc).__name__}: {exc}", None)
-            return self._parse(call, response, attempt, time.perf_counter() - attempt_started)
-        raise AssertionError("unreachable: the last attempt always returns")
-
-    def _back_off(self, headers, attempt: int, reason: str, call: _Call, stats: BatchStats) -> None:
-        stats.retries += 1
-        ceiling = min(self.config.backoff_max, self.config.backoff_base * 2 ** (attempt - 1))
-        delay = ceiling / 2 + random.uniform(0, ceiling / 2)  # equal jitter: spread, never zero
-        asked = retry_after_seconds(headers)
-        if asked is not None:
-            delay = max(delay, min(asked, self.config.retry_after_max))
-        # A rate limit concerns every request to the server, not only this one.
-        self._not_before = max(self._not_before, time.monotonic() + delay)
-        logger.warning(
-            "LLM %s for %s (%s), attempt %d/%d; retrying in %.2fs",
-            reason, call.model, call.request_hash[:12], attempt, self.config.max_retries + 1, delay,
+        attempt_number, attempt_started = 0, time.perf_counter()
+        retrying = self.retry_policy.async_retrying(
+            describe=f"LLM {call.model} ({call.request_hash[:12]})", sleep=self._pause_everyone
         )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempt_number = attempt.retry_state.attempt_number
+                    if attempt_number > 1:
+                        stats.retries += 1
+                    wait = self._not_before - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    stats.http_attempts += 1
+                    attempt_started = time.perf_counter()
+                    response = await self._post(sdk, path, call.body, options)
+        except _FinalStatus as failure:
+            return self._failure(call, attempt_number, attempt_started, failure.message, failure.status)
+        except TransientError as exc:  # the attempts are used up
+            return self._failure(call, attempt_number, attempt_started, exc.args[0], exc.status)
+        return self._parse(call, response, attempt_number, time.perf_counter() - attempt_started)
+
+    @staticmethod
+    async def _post(sdk, path: str, body: dict, options: dict):
+        """One HTTP attempt; failures are classified for the retry policy."""
+        try:
+            return await sdk.post(path, cast_to=httpx.Response, body=body, options=options)
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            if status in RETRYABLE_STATUSES or status >= 500:
+                raise TransientError(
+                    _error_message(exc), status=status, retry_after=retry_after_seconds(exc.response.headers)
+                ) from None
+            raise _FinalStatus(_error_message(exc), status) from None
+        except openai.APIConnectionError as exc:  # also timeouts
+            raise TransientError(f"{type(exc).__name__}: {exc}") from None
+
+    async def _pause_everyone(self, seconds: float) -> None:
+        # A rate limit concerns every request to the server, not only this one: every attempt
+        # waits for the shared pause before it starts.
+        self._not_before = max(self._not_before, time.monotonic() + seconds)
+        await asyncio.sleep(max(0.0, self._not_before - time.monotonic()))
 
     def _failure(self, call: _Call, attempts: int, started: float, error: str, http_status: int | None) -> LLMResult:
         return LLMResult(
@@ -709,6 +691,14 @@ class LLMClient:
         if call.price is None or result.prompt_tokens is None or result.completion_tokens is None:
             return None
         return call.price.cost(result.prompt_tokens, result.completion_tokens)
+
+
+class _FinalStatus(Exception):
+    """An HTTP error status that another attempt would not fix."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.message, self.status = message, status
 
 
 async def _no_api_key() -> str:

@@ -38,6 +38,16 @@ def ensure_template(*, name: str, text: str, description: str = "") -> PromptTem
     raise IntegrityError(f"could not add a version of prompt template {name!r}")
 
 
+def ensure_default_templates(defaults: dict[str, tuple[str, str]]) -> dict[str, PromptTemplate]:
+    """For each ``name: (text, description)``, the latest version, adding ours only for a name
+    with no version yet: unlike ``ensure_template``, a version edited in the admin stays in use."""
+    templates = {}
+    for name, (text, description) in defaults.items():
+        existing = PromptTemplate.objects.filter(name=name).order_by("-version").first()
+        templates[name] = existing or ensure_template(name=name, text=text, description=description)
+    return templates
+
+
 def render_template(name: str, version: int | None = None, /, **values: object) -> RenderedPrompt:
     """Render the given (default: latest) version of a template, keeping its name and version."""
     if version is None:

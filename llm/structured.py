@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from .calls import LLMRequest, LLMResult
-from .client import LLMClient, run_batch
+from .client import BatchResults, LLMClient, run_batch
 from .models import LLMRun
 from .services import reject_answers
 
@@ -34,6 +34,7 @@ def ask_for_parsed_answers(
     client: LLMClient | None = None,
     progress: Callable[[LLMResult], object] | None = None,
     on_requests: Callable[[int], object] | None = None,
+    on_batch: Callable[[BatchResults], object] | None = None,
 ) -> tuple[list[ParsedAnswer[T]], int]:
     """Ask every chat request; returns the answers in order and how many were followed up.
 
@@ -41,12 +42,13 @@ def ask_for_parsed_answers(
     ``correction(index, problem)`` writes the user turn that asks again. The follow-up is the same
     conversation plus the answer and the correction: a new request body, so never a cache hit.
     A failed request is not followed up: the LLM layer already retried it, and a re-run asks again.
-    ``on_requests(n)`` is told how many requests a batch is about to send, for a progress bar.
+    ``on_requests(n)`` is told how many requests a batch is about to send, for a progress bar;
+    ``on_batch(results)`` gets each batch's results (their ``stats`` count what was sent).
     """
     requests = list(requests)
     answers: list[ParsedAnswer[T]] = [ParsedAnswer() for _ in requests]
     _ask(list(range(len(requests))), requests, answers, parse=parse, run=run, client=client,
-         progress=progress, on_requests=on_requests)
+         progress=progress, on_requests=on_requests, on_batch=on_batch)
     retry = [index for index, answer in enumerate(answers) if answer.value is None and answer.text]
     for index in retry:
         answer = answers[index]
@@ -56,19 +58,21 @@ def ask_for_parsed_answers(
             {"role": "user", "content": correction(index, answer.problem)},
         ))
     _ask(retry, requests, answers, parse=parse, run=run, client=client, progress=progress,
-         on_requests=on_requests)
+         on_requests=on_requests, on_batch=on_batch)
     # Unusable answers leave the response cache, so a re-run asks the model again.
     reject_answers(call_ids=[i for answer in answers if answer.value is None for i in answer.call_ids],
                    reason=reject_reason)
     return answers, len(retry)
 
 
-def _ask(indexes, requests, answers, *, parse, run, client, progress, on_requests) -> None:
+def _ask(indexes, requests, answers, *, parse, run, client, progress, on_requests, on_batch) -> None:
     if not indexes:
         return
     if on_requests is not None:
         on_requests(len(indexes))
     results = run_batch([requests[index] for index in indexes], run=run, progress=progress, client=client)
+    if on_batch is not None:
+        on_batch(results)
     for index, result in zip(indexes, results):
         answer = answers[index]
         answer.model = result.model or answer.model

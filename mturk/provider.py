@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import xml.etree.ElementTree as ET
 from decimal import Decimal
 from xml.sax.saxutils import escape
@@ -18,6 +17,8 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.db import transaction
+
+from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
 
 from providers.base import (
     CrowdProvider,
@@ -55,7 +56,7 @@ LARGE_HIT_FEE_RATE = Decimal("0.40")
 LARGE_HIT_ASSIGNMENTS = 10
 MIN_FEE = Decimal("0.01")
 HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
-# Errors worth another try after botocore's own retries gave up.
+# Errors worth another try.
 TRANSIENT_CODES = {"ThrottlingException", "ServiceFault", "ServiceUnavailable", "InternalFailure"}
 NOT_IN_STATE = "This operation can be called with a status of"
 
@@ -164,14 +165,14 @@ class MTurkProvider(CrowdProvider):
     bonus_fee_rate = BASE_FEE_RATE
 
     def __init__(self, *, endpoint: str | None = None, client=None, credentials: tuple[str, str] | None = None,
-                 retry_pause: float | None = None, extra_attempts: int = 3, page_size: int = 100):
+                 retry_pause: float | None = None, max_attempts: int | None = None, page_size: int = 100):
         self.endpoint = endpoint or endpoint_url()
         self._client = client
         # Only for the in-process fake of a dry run; real credentials come from boto3's own lookup.
         self._credentials = credentials
         self.retry_pause = settings.PROVIDERS_RETRY_PAUSE_SECONDS if retry_pause is None else retry_pause
         self.page_size = page_size
-        self.extra_attempts = extra_attempts
+        self.retry_policy = RetryPolicy(attempts=max_attempts or settings.MTURK_MAX_ATTEMPTS, base=self.retry_pause)
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -183,36 +184,37 @@ class MTurkProvider(CrowdProvider):
                 keys = {"aws_access_key_id": self._credentials[0], "aws_secret_access_key": self._credentials[1]}
             self._client = boto3.session.Session().client(
                 "mturk", endpoint_url=self.endpoint, region_name=REGION,
-                config=Config(retries={"mode": "standard", "total_max_attempts": settings.MTURK_MAX_ATTEMPTS}),
+                # One try per call here: _call's policy does the retrying, so retries never stack.
+                config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
                 **keys,
             )
         return self._client
 
     def _call(self, operation: str, **params):
-        """One API call; after botocore's retries, throttling and 5xx get a few slower tries more.
+        """One API call, retried by ``crowdbench.retry`` alone (botocore's retries are off):
+        throttling, 5xx and connection errors get more attempts with backoff.
 
         Repeating is safe for every call made here (tokens, or state checked before acting).
         """
-        for attempt in range(self.extra_attempts + 1):
+        def attempt():
             try:
                 return getattr(self.client, operation)(**params)
             except ClientError as error:
                 code = error.response.get("Error", {}).get("Code", "")
                 status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
                 if code in TRANSIENT_CODES or status >= 500:
-                    if attempt < self.extra_attempts:
-                        logger.warning("MTurk %s: %s, trying again (%d)", operation, code, attempt + 1)
-                        time.sleep(self.retry_pause * 2**attempt)
-                        continue
-                    # The call may or may not have taken effect: callers must not treat it as refused.
-                    raise ProviderError(f"MTurk {operation}: {code}, still failing after retries") from None
+                    headers = error.response.get("ResponseMetadata", {}).get("HTTPHeaders")
+                    raise TransientError(code or f"HTTP {status}", status=status,
+                                         retry_after=retry_after_seconds(headers)) from None
                 raise
             except BotoCoreError as error:
-                if attempt < self.extra_attempts:
-                    time.sleep(self.retry_pause * 2**attempt)
-                    continue
-                raise ProviderError(f"MTurk {operation} failed: {error}") from None
-        raise AssertionError("unreachable")
+                raise TransientError(f"{type(error).__name__}: {error}") from None
+
+        try:
+            return self.retry_policy.call(attempt, describe=f"MTurk {operation}")
+        except TransientError as error:
+            # The call may or may not have taken effect: callers must not treat it as refused.
+            raise ProviderError(f"MTurk {operation}: {error}, still failing after retries") from None
 
     @staticmethod
     def _turk_code(error: ClientError) -> str:

@@ -120,6 +120,13 @@ class _Question:
 
 class ChatRankingRanker:
     kind = "chat"
+    uses_llm = True
+    needs_scores_file = False
+
+    @classmethod
+    def from_options(cls, options) -> ChatRankingRanker:
+        return cls(model=options.model, with_image=options.with_image, seed=options.seed, run=options.run,
+                   progress=options.progress, on_requests=options.on_requests)
 
     def __init__(
         self,

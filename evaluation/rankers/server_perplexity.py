@@ -54,6 +54,12 @@ def review_log_probs(logprobs: dict | None, *, prefix_length: int, prompt_length
 
 class ServerPerplexityRanker:
     kind = "server-perplexity"
+    uses_llm = True
+    needs_scores_file = False
+
+    @classmethod
+    def from_options(cls, options) -> ServerPerplexityRanker:
+        return cls(model=options.model, run=options.run, progress=options.progress, on_requests=options.on_requests)
 
     def __init__(
         self,

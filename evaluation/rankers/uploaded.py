@@ -25,6 +25,14 @@ class UploadedScoresError(ValueError):
 class UploadedScoresRanker:
     kind = "uploaded"
     prompt_version = ""
+    uses_llm = False
+    needs_scores_file = True
+
+    @classmethod
+    def from_options(cls, options) -> UploadedScoresRanker:
+        if options.scores_path is None:
+            raise ValueError("the uploaded ranker needs a scores file")
+        return cls(options.scores_path, model_name=options.model)
 
     def __init__(self, path: str | Path, *, model_name: str | None = None):
         self.path = Path(path)

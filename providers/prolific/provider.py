@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import logging
 import math
-import time
+from dataclasses import replace
 from datetime import timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 import httpx
 from django.conf import settings
 from django.utils import timezone
+
+from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
 
 from ..base import (
     CrowdProvider,
@@ -75,7 +77,7 @@ class ProlificProvider(CrowdProvider):
         self.base_url = (base_url or settings.PROLIFIC_API_URL).rstrip("/") + "/"
         self._token = token if token is not None else settings.PROLIFIC_API_TOKEN
         self.retry_pause = settings.PROVIDERS_RETRY_PAUSE_SECONDS if retry_pause is None else retry_pause
-        self.max_attempts = max_attempts or settings.PROLIFIC_MAX_ATTEMPTS
+        self.retry_policy = RetryPolicy(attempts=max_attempts or settings.PROLIFIC_MAX_ATTEMPTS, base=self.retry_pause)
         self._transport = transport
         self.page_size = page_size
         self._client: httpx.Client | None = None
@@ -98,33 +100,31 @@ class ProlificProvider(CrowdProvider):
     def _request(self, method: str, path: str, *, json: dict | None = None, params: dict | None = None,
                  repeatable: bool = True) -> dict:
         """One call; 429/5xx/transport errors are retried only when ``repeatable`` (no double effect)."""
-        attempts = self.max_attempts if repeatable else 1
-        for attempt in range(attempts):
+        url = path.lstrip("/") if not path.startswith("http") else path
+
+        def attempt() -> httpx.Response:
             try:
-                response = self.client.request(method, path.lstrip("/") if not path.startswith("http") else path,
-                                               json=json, params=params)
+                response = self.client.request(method, url, json=json, params=params)
             except httpx.TransportError as error:
-                if attempt + 1 < attempts:
-                    time.sleep(self.retry_pause * 2**attempt)
-                    continue
-                if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout)):
-                    # No connection, so the request was never sent: nothing happened at Prolific.
-                    raise NotSent(f"Prolific {method} {path}: {type(error).__name__}") from None
-                raise ProviderError(f"Prolific {method} {path}: {type(error).__name__}") from None
+                # Kept as the cause: a connection never made means the request was never sent.
+                raise TransientError(type(error).__name__) from error
             if response.status_code in RETRYABLE:
-                if attempt + 1 < attempts:
-                    retry_after = response.headers.get("Retry-After")
-                    pause = self.retry_pause * 2**attempt
-                    if retry_after and retry_after.isdigit():
-                        pause = float(retry_after)
-                    time.sleep(pause)
-                    continue
-                raise ProviderError(f"Prolific {method} {path}: HTTP {response.status_code}")
-            if response.status_code >= 400:
-                detail = response.json().get("error", {}).get("detail") if response.content else ""
-                raise ProviderRefused(f"Prolific {method} {path}: HTTP {response.status_code} {detail}")
-            return response.json() if response.content else {}
-        raise AssertionError("unreachable")
+                raise TransientError(f"HTTP {response.status_code}", status=response.status_code,
+                                     retry_after=retry_after_seconds(response.headers))
+            return response
+
+        policy = self.retry_policy if repeatable else replace(self.retry_policy, attempts=1)
+        try:
+            response = policy.call(attempt, describe=f"Prolific {method} {path}")
+        except TransientError as error:
+            if isinstance(error.__cause__, (httpx.ConnectError, httpx.ConnectTimeout)):
+                # No connection, so the request was never sent: nothing happened at Prolific.
+                raise NotSent(f"Prolific {method} {path}: {error}") from None
+            raise ProviderError(f"Prolific {method} {path}: {error}") from None
+        if response.status_code >= 400:
+            detail = response.json().get("error", {}).get("detail") if response.content else ""
+            raise ProviderRefused(f"Prolific {method} {path}: HTTP {response.status_code} {detail}")
+        return response.json() if response.content else {}
 
     def _pages(self, path: str, params: dict | None = None):
         """Every result of a listing, following ``_links.next.href`` to the last page."""

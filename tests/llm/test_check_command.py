@@ -3,7 +3,6 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from llm.config import LLMNotConfigured
 
 
 def test_llm_check_lists_models_and_never_prints_the_key(settings, fake_server):
@@ -30,7 +29,26 @@ def test_llm_check_keyless_server(settings, fake_server):
     assert "Authorization" not in fake_server.requests[-1].headers
 
 
-def test_llm_check_without_configuration(settings):
+def test_llm_check_without_configuration_says_what_to_set(settings):
     settings.LLM_BASE_URL, settings.LLM_API_KEY = "", ""
-    with pytest.raises(LLMNotConfigured, match="LLM_BASE_URL"):
+    with pytest.raises(CommandError, match="The LLM is not configured: No LLM server is configured. Set LLM_BASE_URL"):
         call_command("llm_check", stdout=StringIO())
+
+
+def test_llm_check_without_configuration_prints_no_traceback(tmp_path):
+    """Run as a user would: one clean line on stderr, exit status 1."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("LLM_", "OPENAI_"))}
+    environment["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    finished = subprocess.run([sys.executable, "manage.py", "llm_check"], cwd=root, env=environment,
+                              capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 1
+    assert "Traceback" not in finished.stderr
+    assert "CommandError: The LLM is not configured" in finished.stderr
+    assert "LLM_BASE_URL" in finished.stderr

@@ -85,10 +85,10 @@ def test_lost_create_hit_answer_is_recovered_as_hit_already_exists(mturk_fake, r
 def test_throttling_and_5xx_mid_publish_then_a_rerun_leave_no_duplicate(mturk_fake, round_factory):
     round = round_factory(items=4)
     mturk_fake.throttle_next(count=4, operation="CreateHITWithHITType")
-    # Three lost answers in a row outlast botocore's attempts; the rest of the retries are ours.
+    # More lost answers in a row than the policy's attempts: publishing stops with an error.
     mturk_fake.fail_next(count=12, operation="CreateHITWithHITType", after_processing=True)
     with pytest.raises(ProviderError):
-        MTurkProvider(retry_pause=0, extra_attempts=1).publish(
+        MTurkProvider(retry_pause=0, max_attempts=2).publish(
             round=round, publication=Publication.objects.create(round=round, provider="mturk"))
     mturk_fake.clear_faults()
     publish(round)
@@ -150,7 +150,7 @@ def test_sync_pages_through_next_token_and_survives_throttling(mturk_fake, round
     publish(round)
     assert work(mturk_fake, round, workers=5) == 5
     mturk_fake.throttle_next(count=4, operation="ListAssignmentsForHIT")
-    paging = MTurkProvider(retry_pause=0, page_size=2)
+    paging = MTurkProvider(retry_pause=0, max_attempts=5, page_size=2)
     report = services.sync_round(round=round, providers={"mturk": paging})
     assert report.linked == 5
     pages = [c for c in mturk_fake.calls("ListAssignmentsForHIT") if not c.error]
@@ -212,7 +212,7 @@ def test_bonus_whose_call_keeps_failing_stays_pending_and_is_paid_once_by_the_re
     work(mturk_fake, round, workers=1, median_seconds=300)
     Assignment.objects.filter(round=round).update(duration_seconds=300)
     mturk_fake.fail_next(count=20, operation="SendBonus", after_processing=True)
-    impatient = MTurkProvider(retry_pause=0, extra_attempts=0)
+    impatient = MTurkProvider(retry_pause=0, max_attempts=1)
     first = services.pay_round(round=round, top_up=True, providers={"mturk": impatient})
     assert first.bonuses_unsettled == 1
     assert BonusPayment.objects.get().status == "sending"
@@ -297,7 +297,7 @@ def test_5xx_mid_sync_stops_cleanly_and_the_rerun_loses_nothing(mturk_fake, roun
     mturk_fake.reset_calls()
     mturk_fake.fail_next(count=30, operation="ListAssignmentsForHIT", status=503)
     with pytest.raises(ProviderError):
-        services.sync_round(round=round, providers={"mturk": MTurkProvider(retry_pause=0, extra_attempts=1)})
+        services.sync_round(round=round, providers={"mturk": MTurkProvider(retry_pause=0, max_attempts=2)})
     mturk_fake.clear_faults()
     report = services.sync_round(round=round, providers={"mturk": provider()})
     again = services.sync_round(round=round, providers={"mturk": provider()})

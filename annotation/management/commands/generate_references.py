@@ -3,9 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import CollectionRound
 from annotation.pipeline import generate_and_route_references
 from datasets_app.reference_generation import instances_awaiting_reference
-from llm.config import LLMNotConfigured
-
-from llm.cli import not_configured, parse_budget, request_bar
+from llm.cli import parse_budget, run_step, write_step_report
 
 
 def verification_round_option(round_id: int | None) -> CollectionRound | None:
@@ -42,26 +40,12 @@ class Command(BaseCommand):
             chosen = instances_awaiting_reference(instance_ids=instances) if instances else None
         except LookupError as error:
             raise CommandError(f"--instances: {error}") from None
-        try:
-            with request_bar(verbosity=verbosity) as (on_requests, progress):
-                report = generate_and_route_references(
-                    instances=chosen, model=model, budget_usd=cap, verification_round=round,
-                    on_requests=on_requests, progress=progress,
-                )
-        except LLMNotConfigured as error:
-            raise not_configured(error) from None
+        report = run_step(generate_and_route_references, verbosity=verbosity, instances=chosen, model=model,
+                          budget_usd=cap, verification_round=round)
         write_pipeline_report(self, report)
 
 
 def write_pipeline_report(command: BaseCommand, report) -> None:
-    references = report.references
-    for skipped in references.skipped:
-        command.stderr.write(f"instance {skipped.instance_id}: skipped: {skipped.reason}")
-    for failure in references.failures:
-        command.stderr.write(f"instance {failure.instance_id}: no candidate, still awaiting a reference: "
-                             f"{failure.reason}")
-    style = command.style.SUCCESS if not references.failures else command.style.WARNING
-    command.stdout.write(style(references.summary()))
-    if references.run_status == "budget_exceeded":
-        command.stdout.write(command.style.WARNING("The budget was reached; raise --budget and re-run to continue."))
+    write_step_report(command, report.references, subject=lambda failure: f"instance {failure.instance_id}",
+                      failed="no candidate, still awaiting a reference")
     command.stdout.write(report.routing.summary())

@@ -2,9 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.pipeline import regenerate_discarded
 from datasets_app.models import Instance
-from llm.config import LLMNotConfigured
-
-from llm.cli import not_configured, parse_budget, request_bar
+from llm.cli import parse_budget, run_step
 from .generate_references import verification_round_option, write_pipeline_report
 
 REASONS = [value for value in Instance.DiscardReason.values if value]
@@ -28,14 +26,8 @@ class Command(BaseCommand):
     def handle(self, *args, discarded, instances, model, budget, verification_round, verbosity, **options):
         cap = parse_budget(budget)
         round = verification_round_option(verification_round)
-        try:
-            with request_bar(verbosity=verbosity) as (on_requests, progress):
-                report = regenerate_discarded(
-                    reasons=discarded, instance_ids=instances, model=model, budget_usd=cap,
-                    verification_round=round, on_requests=on_requests, progress=progress,
-                )
-        except LLMNotConfigured as error:
-            raise not_configured(error) from None
+        report = run_step(regenerate_discarded, verbosity=verbosity, reasons=discarded, instance_ids=instances,
+                          model=model, budget_usd=cap, verification_round=round)
         if not report.reset_instances:
             raise CommandError(f"no instances discarded for: {', '.join(discarded)}")
         self.stdout.write(f"{len(report.reset_instances)} discarded instances back to awaiting a reference")

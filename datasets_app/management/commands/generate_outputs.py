@@ -2,10 +2,9 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
-from llm.cli import not_configured, parse_budget, request_bar
 from datasets_app.model_outputs import generate_outputs
 from datasets_app.reference_generation import instances_by_id
-from llm.config import LLMNotConfigured
+from llm.cli import parse_budget, run_step, write_step_report
 
 
 class Command(BaseCommand):
@@ -36,17 +35,9 @@ class Command(BaseCommand):
             chosen = instances_by_id(instances) if instances else None
         except LookupError as error:
             raise CommandError(f"--instances: {error}") from None
-        try:
-            with request_bar(verbosity=verbosity) as (on_requests, progress):
-                report = generate_outputs(
-                    model=model, base_url=base_url, api_key=api_key, instances=chosen, output_name=name,
-                    budget_usd=cap, on_requests=on_requests, progress=progress,
-                )
-        except LLMNotConfigured as error:
-            raise not_configured(error) from None
-        for failure in report.failures:
-            self.stderr.write(f"instance {failure.instance_id}: no output stored: {failure.reason}")
-        style = self.style.SUCCESS if not report.failures else self.style.WARNING
-        self.stdout.write(style(report.summary()))
-        if report.run_status == "budget_exceeded":
-            self.stdout.write(self.style.WARNING("The budget was reached; raise --budget and re-run to continue."))
+        report = run_step(
+            generate_outputs, verbosity=verbosity, model=model, base_url=base_url, api_key=api_key,
+            instances=chosen, output_name=name, budget_usd=cap,
+        )
+        write_step_report(self, report, subject=lambda failure: f"instance {failure.instance_id}",
+                          failed="no output stored")

@@ -1,8 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from datasets_app.review_generation import TEMPLATE_NAMES, generate_review_sets, images_for_generation
-from llm.cli import not_configured, parse_budget, request_bar
-from llm.config import LLMNotConfigured
+from llm.cli import parse_budget, run_step, write_step_report
 
 
 class Command(BaseCommand):
@@ -33,15 +32,9 @@ class Command(BaseCommand):
             raise CommandError(f"--image-ids: {exc}") from None
         if not images:
             raise CommandError("no images to write reviews for (images need a category, or give --image-ids)")
-        with request_bar(verbosity=options["verbosity"]) as (on_requests, progress):
-            try:
-                report = generate_review_sets(
-                    images=images, languages=languages, model=model, budget_usd=cap, seed=seed,
-                    on_requests=on_requests, progress=progress,
-                )
-            except LLMNotConfigured as exc:
-                raise not_configured(exc) from None
-        for failure in report.failures:
-            self.stderr.write(f"image {failure.image_id} ({failure.language}): no review set stored: {failure.reason}")
-        style = self.style.SUCCESS if not report.failures else self.style.WARNING
-        self.stdout.write(style(report.summary()))
+        report = run_step(
+            generate_review_sets, verbosity=options["verbosity"], images=images, languages=languages, model=model,
+            budget_usd=cap, seed=seed,
+        )
+        write_step_report(self, report, subject=lambda failure: f"image {failure.image_id} ({failure.language})",
+                          failed="no review set stored")

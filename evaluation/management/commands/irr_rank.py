@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from evaluation.rankers.registry import RANKER_NAMES, make_ranker
+from evaluation.rankers.registry import RANKER_NAMES, RANKERS, make_ranker, ranker_class
 from evaluation.rankers.uploaded import UploadedScoresError
 from evaluation.selectors import review_items
 from evaluation.services import ScoreStoreError, rank_and_store
@@ -15,7 +15,9 @@ from llm.cli import not_configured, parse_budget
 from llm.config import LLMConfig, LLMNotConfigured
 from llm.services import create_run
 
-LLM_RANKERS = ("server-perplexity", "chat")
+
+def llm_rankers() -> list[str]:
+    return [name for name in RANKERS if ranker_class(name).uses_llm]
 
 
 class Command(BaseCommand):
@@ -39,12 +41,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         name = options["ranker"]
-        if name == "uploaded" and not options["scores"]:
-            raise CommandError("--ranker uploaded needs --scores FILE")
-        if options["scores"] and name != "uploaded":
-            raise CommandError("--scores is only for --ranker uploaded")
-        if options["budget"] is not None and name not in LLM_RANKERS:
-            raise CommandError("--budget is only for the rankers that call an LLM server: " + ", ".join(LLM_RANKERS))
+        ranker_type = ranker_class(name)
+        if ranker_type.needs_scores_file and not options["scores"]:
+            raise CommandError(f"--ranker {name} needs --scores FILE")
+        if options["scores"] and not ranker_type.needs_scores_file:
+            raise CommandError("--scores is only for --ranker " + ", ".join(
+                other for other in RANKERS if ranker_class(other).needs_scores_file))
+        if options["budget"] is not None and not ranker_type.uses_llm:
+            raise CommandError("--budget is only for the rankers that call an LLM server: " + ", ".join(llm_rankers()))
         out = Path(options["out"]) if options["out"] else None
         if out is not None and not out.parent.is_dir():
             raise CommandError(f"{out}: the folder {out.parent} does not exist")
@@ -54,7 +58,7 @@ class Command(BaseCommand):
             raise CommandError("no review sets to rank")
 
         run = None
-        if name in LLM_RANKERS:
+        if ranker_type.uses_llm:
             try:
                 config = LLMConfig.from_settings()
                 config.require_server()

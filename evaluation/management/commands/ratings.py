@@ -10,6 +10,7 @@ import pandas as pd
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.core.ratings import InvalidBattlesError, RatingsResult, compute_ratings, encode_battles, plot_ratings
+from evaluation.selectors import BATTLE_SOURCES
 
 JSON_LINES_SUFFIXES = (".jsonl", ".json")
 
@@ -122,8 +123,11 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--from-db", action="store_true",
-            help="rate the human pairwise judgments stored in the database instead of a file",
+            help="rate the battles stored in the database instead of a file (see --source)",
         )
+        parser.add_argument("--source", choices=BATTLE_SOURCES, default="human",
+                            help="with --from-db: the crowd's pairwise judgments (default) or the LLM judge's "
+                                 "battles; the two are never mixed")
         parser.add_argument("--round", type=int, metavar="ROUND_ID", help="with --from-db: one round only")
         parser.add_argument("--method", choices=["elo", "bt"], default="elo")
         parser.add_argument("--bootstrap", type=int, metavar="N", help="bootstrap rounds (e.g. 1000)")
@@ -138,13 +142,17 @@ class Command(BaseCommand):
             raise CommandError("give either a battle FILE or --from-db")
         if options["round"] is not None and not options["from_db"]:
             raise CommandError("--round goes with --from-db")
+        if options["source"] != "human" and not options["from_db"]:
+            raise CommandError("--source goes with --from-db")
+        if options["round"] is not None and options["source"] != "human":
+            raise CommandError("--round selects a crowd round: it goes with --source human")
         bootstrap = options["bootstrap"]
         if bootstrap is not None and bootstrap < 1:
             raise CommandError("--bootstrap must be at least 1")
         anchor = parse_anchor(options["anchor"]) if options["anchor"] else None
 
         if options["from_db"]:
-            path, battles = self._database_battles(options["round"])
+            path, battles = self._database_battles(options["round"], options["source"])
         else:
             path = Path(options["file"])
             if not path.is_file():
@@ -179,14 +187,15 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {options['plot_path']}")
 
     @staticmethod
-    def _database_battles(round_id: int | None):
+    def _database_battles(round_id: int | None, source: str):
         from annotation.models import CollectionRound
-        from evaluation.selectors import human_battles
+        from evaluation.selectors import battles
 
         if round_id is not None and not CollectionRound.objects.filter(pk=round_id, task_type="pairwise").exists():
             raise CommandError(f"--round: no pairwise round with id {round_id}")
-        frame = human_battles(round_id=round_id)
-        source = f"round {round_id}" if round_id is not None else "the database"
+        frame = battles(source=source, round_id=round_id)
+        where = f"round {round_id}" if round_id is not None else "the database"
         if frame.empty:
-            raise CommandError(f"no pairwise judgments in {source}")
-        return source, encode_battles(frame)
+            kind = "pairwise judgments" if source == "human" else "battles judged by the LLM judge"
+            raise CommandError(f"no {kind} in {where}")
+        return where, encode_battles(frame)

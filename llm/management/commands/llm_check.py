@@ -4,20 +4,27 @@ from __future__ import annotations
 import openai
 from django.core.management.base import BaseCommand, CommandError
 
-from llm.config import LLMConfig
+from llm.cli import not_configured
+from llm.config import LLMConfig, LLMNotConfigured
 
 
 class Command(BaseCommand):
     help = "Check that the configured OpenAI-compatible server answers (GET /v1/models)."
 
     def handle(self, *args, **options):
-        config = LLMConfig.from_settings()
+        try:
+            config = LLMConfig.from_settings()
+        except LLMNotConfigured as error:
+            raise not_configured(error) from None
         self.stdout.write(f"base URL      {config.base_url or '(OpenAI default: https://api.openai.com/v1)'}")
         self.stdout.write(f"API key       {'set' if config.api_key else 'not set'}")
         self.stdout.write(f"default model {config.model or '(not set: LLM_MODEL)'}")
         self.stdout.write(f"priced models {', '.join(sorted(config.prices)) or '(none: LLM_PRICES)'}")
         self.stdout.write(f"concurrency {config.max_concurrency}, retries {config.max_retries}, timeout {config.timeout}s")
-        config.require_server()
+        try:
+            config.require_server()
+        except LLMNotConfigured as error:
+            raise not_configured(error) from None
         sdk = openai.OpenAI(
             base_url=config.base_url or None,
             # Keyless servers: the callable stops the SDK from reading OPENAI_API_KEY on its own.

@@ -1,0 +1,128 @@
+"""The one retry policy for calls to outside services: LLM servers, MTurk and Prolific.
+
+Each client classifies its own failures: an attempt that another attempt may fix raises
+``TransientError`` (with the pause the server asked for, if any); anything else is final. The
+policy decides how often and how long to wait: exponential backoff with equal jitter, capped,
+and never shorter than a server's ``Retry-After``/``retry-after-ms`` (itself capped). The client
+libraries underneath are built with their own retries off, so every call is retried by this layer
+alone.
+
+    policy = RetryPolicy(attempts=4, base=1.0)
+    result = policy.call(lambda: send(), describe="Prolific GET /studies/")
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TypeVar
+
+import tenacity
+
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+
+class TransientError(Exception):
+    """One attempt failed in a way that a later attempt may not. ``retry_after`` is the pause in
+    seconds the server asked for (None when it did not say)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.status = status
+
+
+def retry_after_seconds(headers) -> float | None:
+    """Seconds the server asked us to wait: ``retry-after-ms``, or ``Retry-After`` as seconds or
+    an HTTP date. ``headers`` is any case-insensitive mapping (httpx, requests) or a dict."""
+    if not headers:
+        return None
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``attempts`` tries in all (the first included); before try n+1 the pause is drawn from
+    [c/2, c] with c = min(cap, base * 2**(n-1)), and raised to the server's ``Retry-After`` (at
+    most ``retry_after_max``) when it asked for longer."""
+
+    attempts: int = 5
+    base: float = 0.5
+    cap: float = 30.0
+    retry_after_max: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("a retry policy needs at least one attempt")
+        if self.base < 0 or self.cap < 0 or self.retry_after_max < 0:
+            raise ValueError("retry pauses must not be negative")
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """The pause after failed attempt number ``attempt`` (1-based)."""
+        ceiling = min(self.cap, self.base * 2 ** (attempt - 1))
+        pause = ceiling / 2 + random.uniform(0, ceiling / 2)  # equal jitter: spread, never zero
+        if retry_after is not None:
+            pause = max(pause, min(retry_after, self.retry_after_max))
+        return pause
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome is not None else None
+        return self.delay(state.attempt_number, getattr(error, "retry_after", None))
+
+    def _log(self, describe: str) -> Callable[[tenacity.RetryCallState], None]:
+        def log(state: tenacity.RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            logger.warning(
+                "%s: %s, attempt %d/%d; retrying in %.2fs",
+                describe, error, state.attempt_number, self.attempts,
+                state.next_action.sleep if state.next_action else 0.0,
+            )
+        return log
+
+    def retrying(self, *, describe: str, sleep: Callable[[float], object] = time.sleep) -> tenacity.Retrying:
+        """A tenacity controller: ``for attempt in policy.retrying(...): with attempt: ...``.
+        The last ``TransientError`` is re-raised once the attempts are used up."""
+        return tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.attempts), wait=self._wait,
+            retry=tenacity.retry_if_exception_type(TransientError), reraise=True,
+            sleep=sleep, before_sleep=self._log(describe),
+        )
+
+    def async_retrying(
+        self, *, describe: str, sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
+    ) -> tenacity.AsyncRetrying:
+        return tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.attempts), wait=self._wait,
+            retry=tenacity.retry_if_exception_type(TransientError), reraise=True,
+            sleep=sleep, before_sleep=self._log(describe),
+        )
+
+    def call(self, attempt: Callable[[], T], *, describe: str) -> T:
+        """``attempt()`` until it returns or raises something other than ``TransientError``."""
+        return self.retrying(describe=describe)(attempt)
