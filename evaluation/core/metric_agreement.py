@@ -39,7 +39,10 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     denominator = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denominator
     half_width = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, centre - half_width), min(1.0, centre + half_width)
+    # At 0 or n successes the bound is exactly 0 or 1; the formula leaves float noise there.
+    low = 0.0 if successes == 0 else max(0.0, centre - half_width)
+    high = 1.0 if successes == trials else min(1.0, centre + half_width)
+    return low, high
 
 
 def clopper_pearson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
