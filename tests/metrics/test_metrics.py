@@ -173,3 +173,22 @@ def test_wordnet_setup_copies_debians_wordnet_and_adds_lexnames(tmp_path, monkey
     assert main(["--source", str(tmp_path / "missing"), "--dest", str(tmp_path)]) == 1
     with pytest.raises(FileNotFoundError, match="apt-get install wordnet-base wordnet-sense-index"):
         install_wordnet(source=Path(tmp_path / "missing"), dest=tmp_path)
+
+
+def test_cider_runs_without_java(tmp_path):
+    """pycocoevalcap calls Java only in its PTB tokenizer and METEOR/SPICE; CIDEr runs without it."""
+    import subprocess
+    import sys
+
+    script = (
+        "import shutil\n"
+        "assert shutil.which('java') is None\n"
+        "from evaluation.metrics.registry import make_metric\n"
+        "print(make_metric('cider').score(['a red circle', 'a dog'], ['a red circle here', 'a cat'], ['en', 'en']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
+        env={"PATH": str(tmp_path), "HOME": str(tmp_path)}, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("[")
