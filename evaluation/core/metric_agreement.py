@@ -273,7 +273,8 @@ def plot_metric_agreement(result: MetricAgreement, path: str | None = None, *, t
 
     levels = list(dict.fromkeys(result.accuracy["level"]))
     metrics = result.metrics
-    figure = Figure(figsize=(max(6.5, 0.45 * len(levels) * max(1, len(metrics)) + 3), 4.2), layout="constrained")
+    width_inches = min(11.0, max(6.5, 0.25 * len(levels) * max(1, len(metrics)) + 3))
+    figure = Figure(figsize=(width_inches, 4.2), layout="constrained")
     FigureCanvasAgg(figure)  # no GUI backend, no global pyplot state
     axes = figure.add_subplot()
     width = 0.8 / max(1, len(metrics))
@@ -295,8 +296,8 @@ def plot_metric_agreement(result: MetricAgreement, path: str | None = None, *, t
     axes.set_ylabel("accuracy vs human majority")
     axes.set_xlabel("human agreement level")
     axes.axhline(0.5, color="grey", linewidth=0.8, linestyle="--")
-    axes.set_title(title or f"Agreement with human majority ({int(result.confidence * 100)} % {result.interval} interval)",
-                   fontsize=10)
+    interval = {"wilson": "Wilson", "clopper-pearson": "Clopper–Pearson"}[result.interval]
+    axes.set_title(title or f"Agreement with the human majority ({result.confidence:.0%} {interval} interval)", fontsize=10)
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over them
     axes.grid(axis="y", alpha=0.3)
     if path is not None:

@@ -61,11 +61,8 @@ def _votes_per_side(pairs: pd.DataFrame, round_id: int | None) -> pd.DataFrame:
 
     round_ = CollectionRound.objects.get(pk=round_id) if round_id is not None else None
     battles = pairwise_battles(round_)
-    counts = (
-        battles[battles["item_id"].isin(pairs["pair_id"])]
-        .groupby(["item_id", "winner"]).size().unstack(fill_value=0)
-        .reindex(columns=["model_a", "model_b"], fill_value=0)
-    )
+    battles = battles[battles["item_id"].isin(pairs["pair_id"])]
+    counts = pd.crosstab(battles["item_id"], battles["winner"]).reindex(columns=["model_a", "model_b"], fill_value=0)
     return counts.rename(columns={"model_a": "votes_a", "model_b": "votes_b"})
 
 

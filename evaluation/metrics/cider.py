@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Metric, MetricUnavailable, check_lengths
-from .tokenize import words
+from .segmentation import words
 
 
 class Cider(Metric):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Metric, check_lengths
-from .tokenize import mecab_segments
+from .segmentation import mecab_segments
 
 
 class Length(Metric):

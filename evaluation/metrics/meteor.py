@@ -9,7 +9,7 @@ from functools import cached_property
 import numpy as np
 
 from .base import Metric, MetricUnavailable, check_lengths
-from .tokenize import words
+from .segmentation import words
 
 
 class Meteor(Metric):

@@ -7,7 +7,7 @@ from functools import cached_property
 import numpy as np
 
 from .base import Metric, MetricUnavailable, check_lengths
-from .tokenize import mecab_segments
+from .segmentation import mecab_segments
 
 
 class _MecabTokenizer:
