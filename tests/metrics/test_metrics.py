@@ -155,6 +155,8 @@ def test_metrics_refuse_misaligned_input(name):
         make_metric(name).score(["a", "b"], ["a"], ["en", "en"])
 
 
+# A reader made without Open Multilingual WordNet says so; English METEOR does not need it.
+@pytest.mark.filterwarnings("ignore:The multilingual functions are not available:UserWarning")
 def test_wordnet_setup_copies_debians_wordnet_and_adds_lexnames(tmp_path, monkeypatch):
     import nltk
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
