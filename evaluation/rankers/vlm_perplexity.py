@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from llm.client import LLMClient, LLMResult, chat_request, image_url, run_batch
 from llm.models import LLMRun
 
-from .base import PERPLEXITY_PREFIX_VERSION, PERPLEXITY_PREFIXES, ReviewItem, Unscored, scores_frame
+from .base import PERPLEXITY_PREFIX_VERSION, PERPLEXITY_PREFIXES, PerplexityPrefixes, ReviewItem, Unscored, scores_frame
 from .local_perplexity import perplexity_from_log_probs
 from .server_perplexity import PromptLogprobsError
 
@@ -90,7 +90,7 @@ def review_tokens(prefix: Sequence[PromptToken], full: Sequence[PromptToken]) ->
     return scored
 
 
-class VLMPerplexityRanker:
+class VLMPerplexityRanker(PerplexityPrefixes):
     kind = "vlm-perplexity"
 
     def __init__(
@@ -116,12 +116,6 @@ class VLMPerplexityRanker:
         self.unscored: list[Unscored] = []
         # (item_id, review_id) -> the review's tokens as scored, for inspection.
         self.scored_tokens: dict[tuple[str, str], list[PromptToken]] = {}
-
-    def prefix_for(self, language: str) -> str:
-        try:
-            return self.prefixes[language]
-        except KeyError:
-            raise ValueError(f"no perplexity prefix for language {language!r}") from None
 
     def _user_turn(self, item: ReviewItem) -> dict:
         # Image first, then the instruction: the order LLaVA-style templates put them in.
