@@ -226,9 +226,9 @@ class _CellStream:
             offset += size
             position += 2 * size
         self.bitgen.advance(offset)
-        written = list(self.pool.map(lambda job: self._generate(*job), jobs)) if words else []
+        written = list(self.pool.map(lambda job: self._generate(*job), jobs)) if words else [0] * len(jobs)
         # Close the stream: every part but the first two goes right after its predecessor.
-        end = kept + (written[0] if written else 0)
+        end = kept + written[0]
         self.split, self.gap = end, 0
         for part in range(1, len(sizes)):
             if part == 1:

@@ -60,6 +60,18 @@ def test_many_draws_with_rejected_words_and_several_blocks(threads, monkeypatch)
     assert ((low_high * np.uint64(100_000)) & np.uint64(0xFFFFFFFF) < (1 << 32) % 100_000).sum() > 20
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_tiny_blocks_where_kept_draws_cover_a_whole_block(threads, monkeypatch):
+    # Blocks of 64 draws: with 1-3 rounds the last block can be smaller than the draws kept over
+    # from the block before (nothing new is generated for it).
+    monkeypatch.setattr(elo_bootstrap, "_BLOCK_DRAWS", 64)
+    rng = np.random.default_rng(5)
+    for n, rounds in [(65, 1), (66, 1), (130, 2), (131, 3), (200, 7)]:
+        battles = encode_battles(random_battles(rng, n, 4))
+        np.testing.assert_array_equal(bootstrap_online_elo(battles, rounds, seed=n, threads=threads),
+                                      bootstrap_online_elo_reference(battles, rounds, seed=n))
+
+
 def test_compute_ratings_reports_the_reference_median_and_interval():
     frame = random_battles(np.random.default_rng(11), 3000, 6)
     result = compute_ratings(frame, method="elo", bootstrap=200, seed=4)
