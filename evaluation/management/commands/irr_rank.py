@@ -23,14 +23,16 @@ def llm_rankers() -> list[str]:
 class Command(BaseCommand):
     help = (
         "IRR: rank the reviews of the review sets in the database with a model (perplexity under a local "
-        "model or from a completions server, a chat model's ranking, or uploaded scores) and store the "
-        "scores for irr_report --from-db."
+        "model, from a completions server or given the image from a vLLM vision-language model, a chat "
+        "model's ranking, CLIP image-text similarity, or uploaded scores) and store the scores for "
+        "irr_report --from-db."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--ranker", required=True, choices=RANKER_NAMES)
         parser.add_argument("--model", help="server model name (default LLM_MODEL); local model folder or GGUF "
-                                            "file (default SmolLM2-135M); for uploaded, the model to read")
+                                            "file (default SmolLM2-135M); local CLIP model folder (clip-score, "
+                                            "required); for uploaded, the model to read")
         parser.add_argument("--language", choices=["en", "ja"], help="only review sets in this language")
         parser.add_argument("--review-sets", nargs="+", type=int, metavar="ID", help="only these review sets")
         parser.add_argument("--scores", metavar="FILE", help="uploaded: CSV item_id, model, review_id, score|rank")

@@ -1,0 +1,92 @@
+"""The compiled online-Elo bootstrap gives exactly the reference's numbers (same seed, same draws)."""
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evaluation.core import elo_bootstrap
+from evaluation.core.ratings import (
+    bootstrap_online_elo,
+    bootstrap_online_elo_reference,
+    compute_ratings,
+    encode_battles,
+)
+
+WINNERS = ["model_a", "model_b", "tie", "tie (bothbad)"]
+
+
+def random_battles(rng: np.random.Generator, n: int, m: int) -> pd.DataFrame:
+    a = rng.integers(0, m, n)
+    b = (a + rng.integers(1, m, n)) % m
+    names = np.array([f"m{i}" for i in range(m)], dtype=object)
+    return pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": rng.choice(WINNERS, n)})
+
+
+def test_this_machine_runs_the_compiled_path():
+    # Otherwise every equality below would compare the reference with itself.
+    assert elo_bootstrap.exp_matches_numpy()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(1, 400),
+    m=st.integers(2, 7),
+    rounds=st.integers(1, 70),
+    seed=st.integers(0, 2**32 - 1),
+    threads=st.integers(1, 3),
+    data_seed=st.integers(0, 10**6),
+)
+def test_compiled_bootstrap_equals_the_reference_bit_for_bit(n, m, rounds, seed, threads, data_seed):
+    battles = encode_battles(random_battles(np.random.default_rng(data_seed), n, m))
+    ours = bootstrap_online_elo(battles, rounds, seed, threads=threads)
+    reference = bootstrap_online_elo_reference(battles, rounds, seed)
+    np.testing.assert_array_equal(ours, reference)  # NaN where a model was not drawn, in both
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_many_draws_with_rejected_words_and_several_blocks(threads, monkeypatch):
+    # 100,000 battles: 2^32 mod n = 67,296, so about one 32-bit word in 64,000 is rejected by
+    # numpy's Lemire sampling; 40 rounds x 100,000 draws in blocks of 2^16 cross many blocks.
+    monkeypatch.setattr(elo_bootstrap, "_BLOCK_DRAWS", 1 << 16)
+    rng = np.random.default_rng(7)
+    battles = encode_battles(random_battles(rng, 100_000, 9))
+    ours = bootstrap_online_elo(battles, 40, seed=123, threads=threads)
+    reference = bootstrap_online_elo_reference(battles, 40, seed=123)
+    np.testing.assert_array_equal(ours, reference)
+    # The stream really did skip words: without skipping, the draws would differ.
+    words = np.random.PCG64(123).random_raw(2 * 40 * 100_000 // 2 + 64)
+    low_high = np.stack([words & 0xFFFFFFFF, words >> 32], axis=1).ravel()
+    assert ((low_high * np.uint64(100_000)) & np.uint64(0xFFFFFFFF) < (1 << 32) % 100_000).sum() > 20
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_tiny_blocks_where_kept_draws_cover_a_whole_block(threads, monkeypatch):
+    # Blocks of 64 draws: with 1-3 rounds the last block can be smaller than the draws kept over
+    # from the block before (nothing new is generated for it).
+    monkeypatch.setattr(elo_bootstrap, "_BLOCK_DRAWS", 64)
+    rng = np.random.default_rng(5)
+    for n, rounds in [(65, 1), (66, 1), (130, 2), (131, 3), (200, 7)]:
+        battles = encode_battles(random_battles(rng, n, 4))
+        np.testing.assert_array_equal(bootstrap_online_elo(battles, rounds, seed=n, threads=threads),
+                                      bootstrap_online_elo_reference(battles, rounds, seed=n))
+
+
+def test_compute_ratings_reports_the_reference_median_and_interval():
+    frame = random_battles(np.random.default_rng(11), 3000, 6)
+    result = compute_ratings(frame, method="elo", bootstrap=200, seed=4)
+    reference = bootstrap_online_elo_reference(encode_battles(frame), 200, 4)
+    np.testing.assert_array_equal(result.samples, reference)
+    low, median, high = np.nanquantile(reference, [0.025, 0.5, 0.975], axis=0)
+    np.testing.assert_array_equal(result.rating, median)
+    np.testing.assert_array_equal(result.ci_low, low)
+    np.testing.assert_array_equal(result.ci_high, high)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-745.0, 709.0, allow_nan=False), min_size=1, max_size=300))
+def test_the_compiled_exp_is_numpys_exp(values):
+    x = np.array(values)
+    out = np.empty_like(x)
+    elo_bootstrap._exp_array(x, out)
+    assert np.array_equal(out.view(np.uint64), np.exp(x).view(np.uint64))
