@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0001_initial'),
+        ('evaluation', '0002_judged_battles'),
     ]
 
     operations = [
