@@ -60,11 +60,14 @@ class ImportReport:
         )
 
 
-def import_visitbench_file(*, path: str | Path) -> ImportReport:
+def import_visitbench_file(*, path: str | Path, project=None, image_license: str = "") -> ImportReport:
     """Import a published VisIT-Bench CSV, atomically and idempotently.
 
     The whole file is parsed and validated before anything is written, and the writes run in one
     transaction: a bad file changes nothing. Rows whose instance already exists are skipped.
+    New families belong to ``project``; a family of another project is refused. ``image_license``
+    is recorded for new images (the published sheets carry none per image; VisIT-Bench states
+    CC-BY-4.0 for its release), so releases can tell which images they may redistribute.
     """
     path = str(path)
     schema, rows = read_visitbench_csv(path)
@@ -75,10 +78,19 @@ def import_visitbench_file(*, path: str | Path) -> ImportReport:
             family = families.get(row.family)
             if family is None:
                 family, created = InstructionFamily.objects.get_or_create(
-                    name=row.family, defaults={"is_multi_image": row.is_multi_image}
+                    name=row.family, defaults={"is_multi_image": row.is_multi_image, "project": project}
                 )
                 counts["families"] += created
                 families[row.family] = family
+            if family.project_id != (project.pk if project is not None else None):
+                raise VisitBenchFormatError(
+                    path,
+                    f"family '{row.family}' exists in "
+                    + (f"project '{family.project.slug}'" if family.project_id else "no project")
+                    + (f", not in '{project.slug}'" if project is not None else ""),
+                    row=row.row_number,
+                    column="instruction_category",
+                )
             if family.is_multi_image != row.is_multi_image:
                 kind = "multi-image" if family.is_multi_image else "single-image"
                 raise VisitBenchFormatError(
@@ -91,7 +103,9 @@ def import_visitbench_file(*, path: str | Path) -> ImportReport:
             if Instance.objects.filter(content_key=key).exists():
                 counts["skipped"] += 1
                 continue
-            counts["images"] += _create_imported_instance(row=row, family=family, content_key=key)
+            counts["images"] += _create_imported_instance(
+                row=row, family=family, content_key=key, image_license=image_license
+            )
             counts["created"] += 1
     return ImportReport(
         path=path,
@@ -104,7 +118,9 @@ def import_visitbench_file(*, path: str | Path) -> ImportReport:
     )
 
 
-def _create_imported_instance(*, row: VisitBenchRow, family: InstructionFamily, content_key: str) -> int:
+def _create_imported_instance(
+    *, row: VisitBenchRow, family: InstructionFamily, content_key: str, image_license: str = ""
+) -> int:
     images_created = 0
     instance = Instance.objects.create(
         family=family,
@@ -116,7 +132,7 @@ def _create_imported_instance(*, row: VisitBenchRow, family: InstructionFamily, 
         status=Instance.Status.VERIFIED,
     )
     for position, url in enumerate(row.image_urls):
-        image, created = Image.objects.get_or_create(url=url)
+        image, created = Image.objects.get_or_create(url=url, defaults={"license": image_license})
         images_created += created
         InstanceImage.objects.create(instance=instance, image=image, position=position)
     Caption.objects.bulk_create(
@@ -303,7 +319,7 @@ class ReviewImportReport:
         )
 
 
-def import_review_sets_file(*, path: str | Path) -> ReviewImportReport:
+def import_review_sets_file(*, path: str | Path, project=None) -> ReviewImportReport:
     """Import IRR review sets (CSV or JSONL), atomically; sets already present are skipped.
 
     Every record, including its image file, is validated before anything is written.
@@ -322,7 +338,13 @@ def import_review_sets_file(*, path: str | Path) -> ReviewImportReport:
     created = skipped = 0
     with transaction.atomic():
         for record in records:
-            if ReviewSet.objects.filter(external_id=record.item_id, language=record.language).exists():
+            existing = ReviewSet.objects.filter(external_id=record.item_id, language=record.language).first()
+            if existing is not None:
+                if existing.project_id != (project.pk if project is not None else None):
+                    raise ReviewSetFormatError(
+                        path, f"review set '{record.item_id}' ({record.language}) belongs to another project",
+                        row=record.row_number, column="item_id",
+                    )
                 skipped += 1
                 continue
             if record.row_number in image_bytes:
@@ -337,7 +359,7 @@ def import_review_sets_file(*, path: str | Path) -> ReviewImportReport:
                                   source_url=record.source_url, category=record.category),
                 )
             review_set = ReviewSet.objects.create(
-                external_id=record.item_id, image=image, category=record.category,
+                external_id=record.item_id, project=project, image=image, category=record.category,
                 language=record.language, source=Source.IMPORTED,
             )
             Review.objects.bulk_create(
