@@ -242,7 +242,8 @@ def dataset_card(*, title: str, description: str, name: str, version: str, creat
              "## Tables", ""]
     body.append(_markdown_table(
         ["config", "rows", "what"],
-        [[config, counts.get(config, 0), TABLE_DESCRIPTIONS[config]] for config in configs]))
+        [[table if table in configs else f"{table} (empty: files only, no config)", counts.get(table, 0),
+          TABLE_DESCRIPTIONS[table]] for table in TABLES]))
     body += ["", "## Collection statistics", ""]
     body.append(_markdown_table(["what", "count"], [[key, value] for key, value in stats["summary"].items()]))
     body += ["", "### Pipeline yield (VisIT-Bench Table 2)", ""]

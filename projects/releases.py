@@ -84,6 +84,7 @@ def make_release(
         if Release.objects.filter(project=project, name=name, version=version).exists():
             raise ReleaseExists(f"Release {name} {version} of '{project.slug}' exists; releases never change.")
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        staging.chmod(0o755)  # mkdtemp makes it private; a release is meant to be read
         try:
             created_at = timezone.now()
             builder = _ReleaseBuilder(project=project, directory=staging, base_url=base_url,
@@ -185,7 +186,8 @@ class _ReleaseBuilder:
                 writer.abort()
             raise
         stats = self._statistics(counts)
-        configs = {table: f"data/{table}.parquet" for table in self.tables}
+        # The datasets library cannot load a table without rows, so empty tables get no config.
+        configs = {table: f"data/{table}.parquet" for table, writer in self.tables.items() if writer.rows}
         csv_files = {f"{schema.replace('_', '-')} schema": path for schema, path in CSV_FILES.items()
                      if (self.directory / path).exists()}
         card = dataset_card(

@@ -14,6 +14,10 @@ class Command(BaseCommand):
         "and SHA256SUMS. The same name and version, or an existing folder, is refused."
     )
 
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        # --version names the release here and replaces Django's "print Django's version" option.
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
     def add_arguments(self, parser):
         parser.add_argument("project", metavar="PROJECT", help="project slug")
         parser.add_argument("--name", required=True, help="release name, e.g. visit-bench")
