@@ -32,7 +32,7 @@ from annotation.models import Assignment, CollectionRound, Worker, WorkItem
 from annotation.selectors import pairwise_battles, ranking_judgments, round_progress
 from datasets_app.models import Image, Instance, InstanceImage, ReviewSet, Source
 from datasets_app.selectors import yield_report
-from datasets_app.services import instance_as_visitbench_row
+from datasets_app.services import iter_exported_instances
 from datasets_app.visitbench_csv import MULTI_IMAGE, SINGLE_IMAGE, write_visitbench_csv
 from evaluation.core import irr
 from evaluation.core.pairwise_agreement import majority_vote
@@ -49,6 +49,8 @@ from .release_files import (
     write_checksums,
 )
 
+# Rows fetched per query (prefetches use an IN list of this many ids; SQLite refuses very long ones).
+DB_CHUNK_ROWS = 500
 CSV_FILES = {SINGLE_IMAGE: "visitbench/single_image.csv", MULTI_IMAGE: "visitbench/multi_image.csv"}
 
 
@@ -225,7 +227,7 @@ class _ReleaseBuilder:
     # images
 
     def _image_url(self, image: Image) -> str:
-        return image.url or urljoin(self.base_url, image.file.url.lstrip("/"))
+        return image.url or self._absolute(image.file.url)
 
     def _write_images(self, instances, review_sets) -> tuple[int, int]:
         table = self._table("images")
@@ -234,7 +236,7 @@ class _ReleaseBuilder:
             | Q(pk__in=review_sets.values("image"))
         ).order_by("pk")
         rows = excluded = 0
-        for image in used.iterator(chunk_size=self.batch_rows):
+        for image in used.iterator(chunk_size=DB_CHUNK_ROWS):
             included = is_permissive_license(image.license)
             rows += 1
             excluded += not included
@@ -258,12 +260,7 @@ class _ReleaseBuilder:
         (self.directory / "visitbench").mkdir()
         for schema, relative in CSV_FILES.items():
             path = self.directory / relative
-            instances = (
-                self.instances.filter(family__is_multi_image=(schema == MULTI_IMAGE))
-                .select_related("family", "accepted_reference__candidate")
-                .prefetch_related("image_links__image", "captions", "reference_candidates__verifications")
-                .order_by("pk")
-            )
+            instances = self.instances.filter(family__is_multi_image=(schema == MULTI_IMAGE))
             with path.open("w", encoding="utf-8", newline="") as handle:
                 written = write_visitbench_csv(handle, schema, self._instance_rows(instances, table))
             if written == 0:
@@ -271,30 +268,31 @@ class _ReleaseBuilder:
             by_split[schema] = written
         return sum(by_split.values()), by_split
 
-    def _instance_rows(self, instances, table: TableWriter):
-        for instance in instances.iterator(chunk_size=self.batch_rows):
-            row = instance_as_visitbench_row(instance)
-            images = [link.image for link in instance.image_links.all()]
-            row.image_urls = [self._image_url(image) for image in images]
-            if instance.source != Source.IMPORTED:
+    def _absolute(self, url: str) -> str:
+        return urljoin(self.base_url, url.lstrip("/")) if url.startswith("/") else url
+
+    def _instance_rows(self, instances, table):
+        for exported in iter_exported_instances(instances, chunk_rows=DB_CHUNK_ROWS):
+            row = exported.row
+            row.image_urls = [self._absolute(url) for url in row.image_urls]
+            if exported.source != Source.IMPORTED:
                 # Crowd images carry their license, creator and source (the published files do too).
                 row.images_metadata = {
-                    url: {"license": image.license, "creator": image.creator, "source": image.source_url}
-                    for url, image in zip(row.image_urls, images)
+                    url: {"license": image["license"], "creator": image["creator"], "source": image["source_url"]}
+                    for url, image in zip(row.image_urls, exported.images)
                 }
-            reference = getattr(instance, "accepted_reference", None)
             table.add({
-                "instance_id": instance.pk,
+                "instance_id": exported.instance_id,
                 "instruction_category": row.family,
                 "instruction": row.instruction,
                 "is_multiple_images": row.is_multi_image,
                 "images": row.image_urls,
-                "instruction_conditioned_captions": [row.dense_captions.get(i, "") for i in range(len(images))],
-                "reference_output": reference.text if reference else None,
-                "reference_origin": reference.origin if reference else None,
-                "reference_model": reference.candidate.model_name if reference and reference.candidate else None,
-                "language": instance.language,
-                "source": instance.source,
+                "instruction_conditioned_captions": [row.dense_captions.get(i, "") for i in range(len(row.image_urls))],
+                "reference_output": row.human_reference,
+                "reference_origin": exported.reference_origin,
+                "reference_model": exported.reference_model,
+                "language": exported.language,
+                "source": exported.source,
                 "public_images_metadata": json.dumps(row.images_metadata, ensure_ascii=False),
             })
             yield row

@@ -16,7 +16,6 @@ from projects.models import Release
 from projects.releases import make_release, verify_release
 from projects.services import create_project
 from tests.annotation.factories import make_family, make_instance, make_outputs, make_reference, make_review_set
-from tests.pipeline.builders import submit_all
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +49,11 @@ def crowd_project(owner, *, slug="crowd"):
     services.add_items(round=pairwise, targets=targets, gold_answers={1: {"winner": "a"}})
     services.open_round(round=pairwise)
     for _ in targets:
-        submit_all(round=pairwise, answers=[{"choice": "left"}] * 4 + [{"choice": "right"}], workers=workers)
+        for number, worker in enumerate(workers):
+            assignment = services.request_assignment(round=pairwise, worker=worker)
+            wanted = "a" if number < 4 else "b"  # a 4/5 majority for side a, whatever the left/right order
+            choice = next(side for side in ("left", "right") if assignment.presentation[side] == wanted)
+            services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
 
     ranking = services.create_round(name="rank", task_type="ranking", workers_per_item=3, project=project)
     review_sets = [make_review_set(stored_images=True) for _ in range(2)]
@@ -110,7 +113,7 @@ def test_crowd_release_pseudonymises_workers_and_leaves_out_gold_and_unlicensed(
     assert len(loaded["rankings"]) == 2 * 3 * 5
     card = (out / "README.md").read_text()
     assert "| workers | 5 |" in card and "| IRR items kept (best-pair rho >= 0.6) | 2 |" in card
-    assert "| pairs with majority " in card and "| pairs | pairwise | 10 |" in card  # gold judgments count as pay
+    assert "| pairs with majority 4/5 | 1 |" in card and "| pairs | pairwise | 10 |" in card  # gold judgments count as pay
 
     # Pseudonyms are stable within the project and differ in another one.
     again = make_release(project=project, name="crowd", version="1.0.1", out_dir=tmp_path / "v2")
