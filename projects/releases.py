@@ -46,6 +46,7 @@ from .release_files import (
     dataset_card,
     is_permissive_license,
     pseudonym,
+    sha256_of,
     write_checksums,
 )
 
@@ -112,8 +113,6 @@ def _make_read_only(directory: Path) -> None:
 
 def verify_release(release: Release) -> list[str]:
     """Files of the release that are missing or whose checksum changed (empty when intact)."""
-    from .release_files import sha256_of
-
     problems = []
     directory = Path(release.directory)
     for relative, entry in release.files.items():
