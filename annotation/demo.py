@@ -50,7 +50,7 @@ def _review_sets(language: str) -> list[ReviewSet]:
 
 
 @transaction.atomic
-def create_demo_rounds(*, researcher=None, worker_users=()) -> dict[str, CollectionRound]:
+def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dict[str, CollectionRound]:
     """One open round per task type (ranking in English and in Japanese); the given users become
     local workers. Calling it again returns the rounds made the first time."""
     group, _created = Group.objects.get_or_create(name=settings.ANNOTATION_WORKER_GROUP)
@@ -62,7 +62,7 @@ def create_demo_rounds(*, researcher=None, worker_users=()) -> dict[str, Collect
             worker.languages = ["en", "ja"]
             worker.save(update_fields=["languages"])
 
-    create_demo_data()
+    create_demo_data(project=project)
     family = InstructionFamily.objects.filter(seed_image_links__isnull=False).order_by("id").first()
     plans = {
         "instruction_generation": ("Write a new instruction", "en", 2, lambda: [family]),
@@ -81,6 +81,7 @@ def create_demo_rounds(*, researcher=None, worker_users=()) -> dict[str, Collect
             continue
         round = services.create_round(
             name=name,
+            project=project,
             task_type=key.removesuffix("_ja"),
             created_by=researcher,
             language=language,

@@ -135,6 +135,9 @@ class CollectionRound(models.Model):
         CANCELLED = "cancelled", _("Cancelled")
 
     name = models.CharField(max_length=200)
+    project = models.ForeignKey(
+        "projects.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="rounds"
+    )
     task_type = models.CharField(max_length=50, validators=[validate_task_type])
     instructions = models.TextField(
         blank=True, help_text="Extra guidance shown to workers above the task's standard instructions."

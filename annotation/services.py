@@ -117,9 +117,11 @@ def create_round(
     qualification_rules: dict | None = None,
     budget_cap: Decimal | None = None,
     instructions: str = "",
+    project=None,
 ) -> CollectionRound:
     round = CollectionRound(
         name=name,
+        project=project,
         task_type=task_type,
         created_by=created_by,
         language=language,

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "mturk",
     "evaluation",
     "llm",
+    "projects",
 ]
 
 MIDDLEWARE = [
@@ -232,6 +233,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # boto3 reads AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY itself; PROLIFIC_API_TOKEN is read here.
 PROVIDERS_DEFAULT = os.environ.get("PROVIDERS_DEFAULT", "local")
 # Workers on MTurk and Prolific open https://<this>/work/mturk/<round>/ and /work/prolific/<round>/.
+# Absolute URLs of stored images in releases are built on this (no trailing slash needed).
+SITE_BASE_URL = os.environ.get("SITE_BASE_URL", "http://localhost:8000")
 PROVIDERS_PUBLIC_BASE_URL = os.environ.get("PROVIDERS_PUBLIC_BASE_URL", "https://localhost:8000")
 MTURK_ENVIRONMENT = os.environ.get("MTURK_ENVIRONMENT", "sandbox")
 if MTURK_ENVIRONMENT not in {"sandbox", "production"}:

@@ -144,11 +144,12 @@ REVIEWS = {
 
 
 @transaction.atomic
-def create_demo_data() -> dict[str, int]:
-    """Create the demo families, instances and review sets once; returns what exists."""
+def create_demo_data(*, project=None) -> dict[str, int]:
+    """Create the demo families, instances and review sets once (in ``project``); returns what exists."""
     counting, created = InstructionFamily.objects.get_or_create(
         name="Shape questions",
         defaults=dict(
+            project=project,
             description="Questions about the shapes, colours and layout of a simple scene.",
             origin=InstructionFamily.Origin.NEW,
             seed_instruction="How many shapes are in the picture, and which one is the largest?",
@@ -164,6 +165,7 @@ def create_demo_data() -> dict[str, int]:
     differences, created = InstructionFamily.objects.get_or_create(
         name="Spot the change",
         defaults=dict(
+            project=project,
             description="Two versions of a scene: say what changed between BEFORE and AFTER.",
             is_multi_image=True,
             origin=InstructionFamily.Origin.NEW,
@@ -189,7 +191,7 @@ def create_demo_data() -> dict[str, int]:
         review_set, created = ReviewSet.objects.get_or_create(
             external_id=f"demo-{index}",
             language=language,
-            defaults=dict(image=_image(SCENES["three"], category="art"), category="art"),
+            defaults=dict(image=_image(SCENES["three"], category="art"), category="art", project=project),
         )
         if created:
             Review.objects.bulk_create(

@@ -39,6 +39,9 @@ class InstructionFamily(models.Model):
         UNSPECIFIED = "", "Unspecified"
 
     name = models.CharField(max_length=200, unique=True)
+    project = models.ForeignKey(
+        "projects.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="families"
+    )
     description = models.TextField(blank=True)
     is_multi_image = models.BooleanField(default=False)
     origin = models.CharField(max_length=20, choices=Origin.choices, blank=True, default="")
@@ -357,6 +360,9 @@ class ReviewSet(models.Model):
     REVIEWS_PER_SET = 5
 
     external_id = models.CharField(max_length=200, blank=True, db_index=True)
+    project = models.ForeignKey(
+        "projects.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="review_sets"
+    )
     image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="review_sets")
     category = models.CharField(max_length=200, blank=True)
     language = models.CharField(max_length=8, choices=Language.choices)

@@ -61,11 +61,14 @@ class ImportReport:
         )
 
 
-def import_visitbench_file(*, path: str | Path) -> ImportReport:
+def import_visitbench_file(*, path: str | Path, project=None, image_license: str = "") -> ImportReport:
     """Import a published VisIT-Bench CSV, atomically and idempotently.
 
     The whole file is parsed and validated before anything is written, and the writes run in one
     transaction: a bad file changes nothing. Rows whose instance already exists are skipped.
+    New families belong to ``project``; a family of another project is refused. ``image_license``
+    is recorded for new images (the published sheets carry none per image; VisIT-Bench states
+    CC-BY-4.0 for its release), so releases can tell which images they may redistribute.
     """
     path = str(path)
     schema, rows = read_visitbench_csv(path)
@@ -76,10 +79,19 @@ def import_visitbench_file(*, path: str | Path) -> ImportReport:
             family = families.get(row.family)
             if family is None:
                 family, created = InstructionFamily.objects.get_or_create(
-                    name=row.family, defaults={"is_multi_image": row.is_multi_image}
+                    name=row.family, defaults={"is_multi_image": row.is_multi_image, "project": project}
                 )
                 counts["families"] += created
                 families[row.family] = family
+            if family.project_id != (project.pk if project is not None else None):
+                raise VisitBenchFormatError(
+                    path,
+                    f"family '{row.family}' exists in "
+                    + (f"project '{family.project.slug}'" if family.project_id else "no project")
+                    + (f", not in '{project.slug}'" if project is not None else ""),
+                    row=row.row_number,
+                    column="instruction_category",
+                )
             if family.is_multi_image != row.is_multi_image:
                 kind = "multi-image" if family.is_multi_image else "single-image"
                 raise VisitBenchFormatError(
@@ -92,7 +104,9 @@ def import_visitbench_file(*, path: str | Path) -> ImportReport:
             if Instance.objects.filter(content_key=key).exists():
                 counts["skipped"] += 1
                 continue
-            counts["images"] += _create_imported_instance(row=row, family=family, content_key=key)
+            counts["images"] += _create_imported_instance(
+                row=row, family=family, content_key=key, image_license=image_license
+            )
             counts["created"] += 1
     return ImportReport(
         path=path,
@@ -105,7 +119,9 @@ def import_visitbench_file(*, path: str | Path) -> ImportReport:
     )
 
 
-def _create_imported_instance(*, row: VisitBenchRow, family: InstructionFamily, content_key: str) -> int:
+def _create_imported_instance(
+    *, row: VisitBenchRow, family: InstructionFamily, content_key: str, image_license: str = ""
+) -> int:
     images_created = 0
     outcome = Verification.Outcome(row.verification_outcome) if row.candidate_text is not None else None
     # The published verdict is final: an instance starts verified, or discarded with its reason.
@@ -121,7 +137,7 @@ def _create_imported_instance(*, row: VisitBenchRow, family: InstructionFamily, 
         discard_reason=OUTCOME_TO_DISCARD_REASON[outcome] if rejected else "",
     )
     for position, url in enumerate(row.image_urls):
-        image, created = Image.objects.get_or_create(url=url)
+        image, created = Image.objects.get_or_create(url=url, defaults={"license": image_license})
         images_created += created
         InstanceImage.objects.create(instance=instance, image=image, position=position)
     Caption.objects.bulk_create(
@@ -174,48 +190,89 @@ def _create_imported_instance(*, row: VisitBenchRow, family: InstructionFamily, 
 # --- export ------------------------------------------------------------------------------------
 
 
-def instance_as_visitbench_row(instance: Instance) -> VisitBenchRow:
-    """The published-schema view of an instance (the inverse of the import)."""
-    images = [link.image for link in instance.image_links.all()]
-    captions = [c for c in instance.captions.all() if c.is_current]
-    dense = {c.position: c.text for c in captions if c.kind == Caption.Kind.INSTRUCTION_CONDITIONED}
-    automatic = {c.position: c.text for c in captions if c.kind == Caption.Kind.AUTOMATIC}
-    candidates = list(instance.reference_candidates.all())
-    # The candidate that carries the final verdict is the one the file describes.
-    judged = [c for c in candidates if any(v.is_aggregate for v in c.verifications.all())]
-    candidate = (judged or candidates or [None])[-1]
-    outcome = None
-    if candidate is not None:
-        verdicts = [v for v in candidate.verifications.all() if v.is_aggregate]
-        outcome = verdicts[0].outcome if verdicts else None
-    reference = getattr(instance, "accepted_reference", None)
-    return VisitBenchRow(
-        row_number=instance.pk,
-        family=instance.family.name,
-        is_multi_image=instance.family.is_multi_image,
-        instruction=instance.instruction,
-        image_urls=[image.url or image.file.url for image in images],
-        dense_captions=dense,
-        automatic_captions=automatic,
-        candidate_text=candidate.text if candidate else None,
-        verification_outcome=outcome,
-        dataset_reference=instance.dataset_reference,
-        human_reference=reference.text if reference else None,
-        images_metadata=instance.images_metadata,
-    )
+@dataclass
+class ExportedInstance:
+    """An instance in the published schema (``row``) with what a release adds: its images' license
+    facts, its accepted reference's origin and the model behind it."""
+
+    row: VisitBenchRow
+    instance_id: int
+    language: str
+    source: str
+    images: list[dict]  # per position: id, url, file, license, creator, source_url
+    reference_origin: str | None
+    reference_model: str | None
+
+
+EXPORT_CHUNK_ROWS = 500  # instances per round of queries: memory stays flat, queries stay short
+
+
+def iter_exported_instances(instances, *, chunk_rows: int = EXPORT_CHUNK_ROWS) -> Iterator[ExportedInstance]:
+    """The published-schema view of instances (the inverse of the import), in id order, read in
+    chunks of plain values (five short queries per chunk, no model objects)."""
+    storage = Image._meta.get_field("file").storage
+    ids = instances.order_by("pk").values_list("pk", flat=True)
+    last = 0
+    while True:
+        chunk = list(ids.filter(pk__gt=last)[:chunk_rows])
+        if not chunk:
+            return
+        last = chunk[-1]
+        base = Instance.objects.filter(pk__in=chunk).order_by("pk").values(
+            "pk", "instruction", "language", "source", "dataset_reference", "images_metadata",
+            "family__name", "family__is_multi_image", "accepted_reference__text", "accepted_reference__origin",
+            "accepted_reference__candidate__model_name",
+        )
+        images: dict[int, list[dict]] = {pk: [] for pk in chunk}
+        for link in InstanceImage.objects.filter(instance__in=chunk).order_by("instance", "position").values(
+                "instance", "image", "image__url", "image__file", "image__license", "image__creator",
+                "image__source_url"):
+            images[link["instance"]].append({
+                "id": link["image"], "url": link["image__url"] or storage.url(link["image__file"]),
+                "file": link["image__file"], "license": link["image__license"], "creator": link["image__creator"],
+                "source_url": link["image__source_url"],
+            })
+        captions: dict[tuple[int, str], dict[int, str]] = {}
+        for instance_id, kind, position, text in Caption.objects.filter(
+                instance__in=chunk, is_current=True).order_by("id").values_list("instance", "kind", "position", "text"):
+            captions.setdefault((instance_id, kind), {})[position] = text
+        candidates: dict[int, list[tuple[int, str]]] = {}
+        for instance_id, candidate_id, text in ReferenceCandidate.objects.filter(instance__in=chunk).order_by(
+                "instance", "id").values_list("instance", "id", "text"):
+            candidates.setdefault(instance_id, []).append((candidate_id, text))
+        verdicts = dict(Verification.objects.filter(
+            candidate__instance__in=chunk, is_aggregate=True).values_list("candidate", "outcome"))
+        for values in base:
+            pk = values["pk"]
+            own = candidates.get(pk, [])
+            # The candidate that carries the final verdict is the one the file describes.
+            judged = [c for c in own if c[0] in verdicts]
+            candidate = (judged or own or [None])[-1]
+            row = VisitBenchRow(
+                row_number=pk,
+                family=values["family__name"],
+                is_multi_image=values["family__is_multi_image"],
+                instruction=values["instruction"],
+                image_urls=[image["url"] for image in images[pk]],
+                dense_captions=captions.get((pk, Caption.Kind.INSTRUCTION_CONDITIONED), {}),
+                automatic_captions=captions.get((pk, Caption.Kind.AUTOMATIC), {}),
+                candidate_text=candidate[1] if candidate else None,
+                verification_outcome=verdicts.get(candidate[0]) if candidate else None,
+                dataset_reference=values["dataset_reference"],
+                human_reference=values["accepted_reference__text"],
+                images_metadata=values["images_metadata"],
+            )
+            yield ExportedInstance(
+                row=row, instance_id=pk, language=values["language"], source=values["source"], images=images[pk],
+                reference_origin=values["accepted_reference__origin"],
+                reference_model=values["accepted_reference__candidate__model_name"],
+            )
 
 
 def iter_visitbench_rows(*, schema: str) -> Iterator[VisitBenchRow]:
-    instances = (
-        Instance.objects.filter(family__is_multi_image=(schema == MULTI_IMAGE))
-        .select_related("family", "accepted_reference")
-        .prefetch_related(
-            "image_links__image", "captions", "reference_candidates__verifications"
-        )
-        .order_by("id")
-    )
-    for instance in instances:
-        yield instance_as_visitbench_row(instance)
+    instances = Instance.objects.filter(family__is_multi_image=(schema == MULTI_IMAGE))
+    for exported in iter_exported_instances(instances):
+        yield exported.row
 
 
 def export_visitbench(*, handle: IO[str], schema: str) -> int:
@@ -303,7 +360,7 @@ class ReviewImportReport:
         )
 
 
-def import_review_sets_file(*, path: str | Path) -> ReviewImportReport:
+def import_review_sets_file(*, path: str | Path, project=None) -> ReviewImportReport:
     """Import IRR review sets (CSV or JSONL), atomically; sets already present are skipped.
 
     Every record, including its image file, is validated before anything is written.
@@ -322,7 +379,13 @@ def import_review_sets_file(*, path: str | Path) -> ReviewImportReport:
     created = skipped = 0
     with transaction.atomic():
         for record in records:
-            if ReviewSet.objects.filter(external_id=record.item_id, language=record.language).exists():
+            existing = ReviewSet.objects.filter(external_id=record.item_id, language=record.language).first()
+            if existing is not None:
+                if existing.project_id != (project.pk if project is not None else None):
+                    raise ReviewSetFormatError(
+                        path, f"review set '{record.item_id}' ({record.language}) belongs to another project",
+                        row=record.row_number, column="item_id",
+                    )
                 skipped += 1
                 continue
             if record.row_number in image_bytes:
@@ -337,7 +400,7 @@ def import_review_sets_file(*, path: str | Path) -> ReviewImportReport:
                                   source_url=record.source_url, category=record.category),
                 )
             review_set = ReviewSet.objects.create(
-                external_id=record.item_id, image=image, category=record.category,
+                external_id=record.item_id, project=project, image=image, category=record.category,
                 language=record.language, source=Source.IMPORTED,
             )
             Review.objects.bulk_create(

@@ -1,7 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from crowdbench.errors import ServiceError
 from datasets_app.services import import_visitbench_file
 from datasets_app.visitbench_csv import VisitBenchFormatError
+from projects.selectors import get_project
 
 
 class Command(BaseCommand):
@@ -13,11 +15,21 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("files", nargs="+", metavar="FILE")
+        parser.add_argument("--project", metavar="SLUG", help="the project the new families belong to")
+        parser.add_argument(
+            "--image-license", default="", metavar="LICENSE",
+            help="license recorded for the file's new images, e.g. CC-BY-4.0 for the published "
+            "VisIT-Bench sheets; releases leave out images without a permissive license",
+        )
 
-    def handle(self, *args, files, **options):
+    def handle(self, *args, files, project, image_license, **options):
+        try:
+            project = get_project(slug=project) if project else None
+        except ServiceError as exc:
+            raise CommandError(f"--project: {exc.message}") from exc
         for path in files:
             try:
-                report = import_visitbench_file(path=path)
+                report = import_visitbench_file(path=path, project=project, image_license=image_license.strip())
             except VisitBenchFormatError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(self.style.SUCCESS(report.summary()))

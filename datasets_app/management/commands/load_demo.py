@@ -6,8 +6,11 @@ from django.db import transaction
 
 from annotation.demo import create_demo_rounds
 from datasets_app.demo import create_demo_data
+from projects.models import Membership, Project
+from projects.services import create_project, set_member
 
 RESEARCHER = "researcher"
+DEMO_PROJECT = "demo"
 WORKERS = ["worker1", "worker2", "worker3"]
 
 
@@ -23,9 +26,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, **options):
         with transaction.atomic():
-            counts = create_demo_data()
             researcher, workers, passwords = self._accounts()
-            rounds = create_demo_rounds(researcher=researcher, worker_users=workers)
+            project = self._project(researcher)
+            counts = create_demo_data(project=project)
+            rounds = create_demo_rounds(researcher=researcher, worker_users=workers, project=project)
         base = f"http://{host}:{port}"
         self.stdout.write(self.style.SUCCESS(
             f"Demo data: {counts['families']} families, {counts['instances']} instances, "
@@ -39,6 +43,17 @@ class Command(BaseCommand):
             self.stdout.write(f"  Worker pages:     {base}/work/      login {name} / {passwords[name]}")
         self.stdout.write("")
         self.stdout.write("Passwords are new each time the demo starts.")
+
+    @staticmethod
+    def _project(researcher) -> Project:
+        project = Project.objects.filter(slug=DEMO_PROJECT).first()
+        if project is None:
+            return create_project(
+                name="Demo benchmark", slug=DEMO_PROJECT, owner=researcher,
+                description="The demo families, instances, review sets and rounds.",
+            )
+        set_member(project=project, user=researcher, role=Membership.Role.OWNER)
+        return project
 
     def _accounts(self):
         users = get_user_model()

@@ -1,0 +1,453 @@
+"""Releases: immutable, versioned snapshots of what a project may publish.
+
+``make_release`` is the one way to make one (the ``make_release`` command calls it). It writes the
+files into a fresh temporary folder beside the target, checks them, then moves the folder into
+place; an existing folder or an existing name + version is refused, so a release's files never
+change once made. What goes in:
+
+- verified VisIT-Bench instances (not gold), in the published CSV schemas and as tables;
+- IRR items kept by agreement filtering, with their reviews and human rankings;
+- the crowd's judgments (pairwise battles, verifications, rankings), worker ids as pseudonyms;
+- an image manifest; images without a permissive license are left out with what shows them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urljoin
+
+import pandas as pd
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from annotation.models import Assignment, CollectionRound, Worker, WorkItem
+from annotation.selectors import pairwise_battles, ranking_judgments, round_progress
+from datasets_app.models import Image, Instance, InstanceImage, ReviewSet, Source
+from datasets_app.selectors import yield_report
+from datasets_app.services import iter_exported_instances
+from datasets_app.visitbench_csv import MULTI_IMAGE, SINGLE_IMAGE, write_visitbench_csv
+from evaluation.core import irr
+from evaluation.core.pairwise_agreement import majority_vote
+from evaluation.selectors import IRR_RANKING_COLUMNS
+
+from .errors import ReleaseError, ReleaseExists
+from .models import RELEASE_NAME_VALIDATOR, VERSION_VALIDATOR, Project, Release
+from .release_files import (
+    DEFAULT_BATCH_ROWS,
+    TableWriter,
+    dataset_card,
+    is_permissive_license,
+    pseudonym,
+    sha256_of,
+    write_checksums,
+)
+
+# Rows fetched per query (prefetches use an IN list of this many ids; SQLite refuses very long ones).
+DB_CHUNK_ROWS = 500
+CSV_FILES = {SINGLE_IMAGE: "visitbench/single_image.csv", MULTI_IMAGE: "visitbench/multi_image.csv"}
+
+
+def make_release(
+    *,
+    project: Project,
+    name: str,
+    version: str = "1.0.0",
+    out_dir: str | Path,
+    created_by=None,
+    threshold: float = irr.DEFAULT_THRESHOLD,
+    site_base_url: str | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+) -> Release:
+    """Write a new release of ``project`` into ``out_dir`` (which must not exist) and record it."""
+    for value, validator, label in ((name, RELEASE_NAME_VALIDATOR, "name"), (version, VERSION_VALIDATOR, "version")):
+        try:
+            validator(value)
+        except ValidationError as error:
+            raise ReleaseError(f"Release {label} {value[:80]!r}: {' '.join(error.messages)}") from None
+    if not -1.0 <= threshold <= 1.0:
+        raise ReleaseError(f"The IRR agreement threshold must lie in [-1, 1], got {threshold}.")
+    out = Path(out_dir)
+    if out.exists() or out.is_symlink():
+        raise ReleaseError(f"{out} exists; a release is written to a new folder and never overwrites one.")
+    if not out.parent.is_dir():
+        raise ReleaseError(f"The folder {out.parent} does not exist.")
+    base_url = (site_base_url if site_base_url is not None else settings.SITE_BASE_URL).rstrip("/") + "/"
+
+    with transaction.atomic():
+        # One release at a time per project: the name + version check below then cannot race.
+        project = Project.objects.select_for_update().get(pk=project.pk)
+        if Release.objects.filter(project=project, name=name, version=version).exists():
+            raise ReleaseExists(f"Release {name} {version} of '{project.slug}' exists; releases never change.")
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        staging.chmod(0o755)  # mkdtemp makes it private; a release is meant to be read
+        try:
+            created_at = timezone.now()
+            builder = _ReleaseBuilder(project=project, directory=staging, base_url=base_url,
+                                      threshold=threshold, batch_rows=batch_rows)
+            counts = builder.write(name=name, version=version, created_at=created_at)
+            files = write_checksums(staging)
+            os.rename(staging, out)  # fails if something appeared at ``out`` meanwhile
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        _make_read_only(out)
+        return Release.objects.create(
+            project=project, name=name, version=version, directory=str(out.resolve()),
+            files=files, counts=counts, created_by=created_by, created_at=created_at,
+        )
+
+
+def _make_read_only(directory: Path) -> None:
+    for path in directory.rglob("*"):
+        if path.is_file():
+            path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+
+
+def verify_release(release: Release) -> list[str]:
+    """Files of the release that are missing or whose checksum changed (empty when intact)."""
+    problems = []
+    directory = Path(release.directory)
+    for relative, entry in release.files.items():
+        path = directory / relative
+        if not path.is_file():
+            problems.append(f"{relative}: missing")
+        elif sha256_of(path) != entry["sha256"]:
+            problems.append(f"{relative}: changed")
+    return problems
+
+
+# --- what is releasable ------------------------------------------------------------------------
+
+
+def gold_items():
+    """Gold / attention-check items: neither they nor their targets nor their judgments are released."""
+    return WorkItem.objects.filter(is_gold=True)
+
+
+def releasable_instances(project: Project):
+    """Verified, non-gold instances of the project whose every image has a permissive license."""
+    gold = gold_items()
+    gold_instance = (
+        Q(pk__in=gold.filter(instance__isnull=False).values("instance"))
+        | Q(pk__in=gold.filter(candidate__isnull=False).values("candidate__instance"))
+        | Q(pk__in=gold.filter(output_a__isnull=False).values("output_a__instance"))
+        | Q(pk__in=gold.filter(reference__isnull=False).values("reference__instance"))
+    )
+    candidates = Instance.objects.filter(family__project=project, status=Instance.Status.VERIFIED).exclude(gold_instance)
+    blocked = _non_permissive_licenses()
+    unlicensed_image = InstanceImage.objects.filter(instance=OuterRef("pk"), image__license__in=blocked)
+    return candidates, candidates.exclude(Exists(unlicensed_image))
+
+
+def releasable_review_sets(project: Project):
+    candidates = ReviewSet.objects.filter(project=project).exclude(
+        pk__in=gold_items().filter(review_set__isnull=False).values("review_set"))
+    return candidates, candidates.filter(image__license__in=_permissive_licenses())
+
+
+def _distinct_licenses() -> list[str]:
+    # Few distinct values exist, so the license decision is made in Python once per value.
+    return list(Image.objects.order_by().values_list("license", flat=True).distinct())
+
+
+def _permissive_licenses() -> list[str]:
+    return [value for value in _distinct_licenses() if is_permissive_license(value)]
+
+
+def _non_permissive_licenses() -> list[str]:
+    return [value for value in _distinct_licenses() if not is_permissive_license(value)]
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _ReleaseBuilder:
+    project: Project
+    directory: Path
+    base_url: str
+    threshold: float
+    batch_rows: int
+    _pseudonyms: dict[int, str] = field(default_factory=dict)
+
+    def write(self, *, name: str, version: str, created_at) -> dict:
+        self.tables: dict[str, TableWriter] = {}
+        try:
+            counts = self._write_tables()
+        except BaseException:
+            for writer in self.tables.values():
+                writer.abort()
+            raise
+        stats = self._statistics(counts)
+        # The datasets library cannot load a table without rows, so empty tables get no config.
+        configs = {table: f"data/{table}.parquet" for table, writer in self.tables.items() if writer.rows}
+        csv_files = {f"{schema.replace('_', '-')} schema": path for schema, path in CSV_FILES.items()
+                     if (self.directory / path).exists()}
+        card = dataset_card(
+            title=self.project.name, description=self.project.description, name=name, version=version,
+            created_at=created_at.isoformat(timespec="seconds"), configs=configs, csv_files=csv_files,
+            stats=stats)
+        (self.directory / "README.md").write_text(card, encoding="utf-8")
+        manifest = {"project": self.project.slug, "name": name, "version": version,
+                    "created_at": created_at.isoformat(), "counts": counts, "statistics": stats}
+        (self.directory / "release.json").write_text(
+            json.dumps(manifest, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+        return counts
+
+    def _table(self, name: str) -> TableWriter:
+        writer = TableWriter(self.directory, name, batch_rows=self.batch_rows)
+        self.tables[name] = writer
+        return writer
+
+    def _write_tables(self) -> dict:
+        counts: dict[str, int] = {}
+        all_instances, self.instances = releasable_instances(self.project)
+        all_sets, self.review_sets = releasable_review_sets(self.project)
+        counts["instances_left_out"] = all_instances.count() - self.instances.count()
+        counts["irr_items_left_out"] = all_sets.count() - self.review_sets.count()
+        counts["images"], counts["images_excluded"] = self._write_images(all_instances, all_sets)
+        counts["instances"], counts["instances_by_split"] = self._write_instances()
+        counts["irr_items"], counts["rankings"], self.irr_agreement = self._write_irr()
+        counts["battles"] = self._write_battles()
+        counts["verifications"] = self._write_verifications()
+        for writer in self.tables.values():
+            writer.close()
+        counts["workers"] = len(set(self._pseudonyms.values()))
+        return counts
+
+    # images
+
+    def _image_url(self, image: Image) -> str:
+        return image.url or self._absolute(image.file.url)
+
+    def _write_images(self, instances, review_sets) -> tuple[int, int]:
+        table = self._table("images")
+        used = Image.objects.filter(
+            Q(pk__in=InstanceImage.objects.filter(instance__in=instances).values("image"))
+            | Q(pk__in=review_sets.values("image"))
+        ).order_by("pk")
+        rows = excluded = 0
+        for image in used.iterator(chunk_size=DB_CHUNK_ROWS):
+            included = is_permissive_license(image.license)
+            rows += 1
+            excluded += not included
+            table.add({
+                "image_id": image.pk,
+                # A left-out stored file is not served to the release's readers; a URL is public anyway.
+                "url": self._image_url(image) if included or image.url else None,
+                "license": image.license, "creator": image.creator, "source_url": image.source_url,
+                "sha256": image.sha256 or None, "width": image.width, "height": image.height,
+                "included": included,
+                "excluded_reason": None if included else
+                ("no license recorded" if not image.license.strip() else f"license {image.license} is not permissive"),
+            })
+        return rows, excluded
+
+    # instances
+
+    def _write_instances(self) -> tuple[int, dict]:
+        table = self._table("instances")
+        by_split = {}
+        (self.directory / "visitbench").mkdir()
+        for schema, relative in CSV_FILES.items():
+            path = self.directory / relative
+            instances = self.instances.filter(family__is_multi_image=(schema == MULTI_IMAGE))
+            with path.open("w", encoding="utf-8", newline="") as handle:
+                written = write_visitbench_csv(handle, schema, self._instance_rows(instances, table))
+            if written == 0:
+                path.unlink()
+            by_split[schema] = written
+        return sum(by_split.values()), by_split
+
+    def _absolute(self, url: str) -> str:
+        return urljoin(self.base_url, url.lstrip("/")) if url.startswith("/") else url
+
+    def _instance_rows(self, instances, table):
+        for exported in iter_exported_instances(instances, chunk_rows=DB_CHUNK_ROWS):
+            row = exported.row
+            row.image_urls = [self._absolute(url) for url in row.image_urls]
+            if exported.source != Source.IMPORTED:
+                # Crowd images carry their license, creator and source (the published files do too).
+                row.images_metadata = {
+                    url: {"license": image["license"], "creator": image["creator"], "source": image["source_url"]}
+                    for url, image in zip(row.image_urls, exported.images)
+                }
+            table.add({
+                "instance_id": exported.instance_id,
+                "instruction_category": row.family,
+                "instruction": row.instruction,
+                "is_multiple_images": row.is_multi_image,
+                "images": row.image_urls,
+                "instruction_conditioned_captions": [row.dense_captions.get(i, "") for i in range(len(row.image_urls))],
+                "reference_output": row.human_reference,
+                "reference_origin": exported.reference_origin,
+                "reference_model": exported.reference_model,
+                "language": exported.language,
+                "source": exported.source,
+                "public_images_metadata": json.dumps(row.images_metadata, ensure_ascii=False),
+            })
+            yield row
+
+    # workers
+
+    def _worker_pseudonyms(self, worker_ids) -> dict[int, str]:
+        missing = {int(pk) for pk in worker_ids} - set(self._pseudonyms)
+        secret = self.project.pseudonym_secret
+        for pk, provider, external_id in Worker.objects.filter(pk__in=missing).values_list(
+                "pk", "provider", "external_id"):
+            self._pseudonyms[pk] = pseudonym(secret, provider, external_id)
+        return self._pseudonyms
+
+    def _rounds(self, task_type: str):
+        return CollectionRound.objects.filter(project=self.project, task_type=task_type).order_by("pk")
+
+    # IRR
+
+    def _write_irr(self):
+        items_table, rankings_table = self._table("irr_items"), self._table("rankings")
+        frames = [ranking_judgments(round_) for round_ in self._rounds("ranking")]
+        frames = [frame for frame in frames if not frame.empty]
+        if not frames:
+            return 0, 0, None
+        rankings = pd.concat(frames, ignore_index=True)
+        gold = set(gold_items().filter(pk__in=rankings["work_item_id"].unique()).values_list("pk", flat=True))
+        released = set(self.review_sets.filter(pk__in=rankings["item_id"].unique()).values_list("pk", flat=True))
+        rankings = rankings[~rankings["work_item_id"].isin(gold) & rankings["item_id"].isin(released)]
+        if rankings.empty:
+            return 0, 0, None
+        result = irr.agreement(rankings[IRR_RANKING_COLUMNS].reset_index(drop=True), threshold=self.threshold)
+        items = result.items_frame()
+        kept = items[items["kept"]]
+        names = self._worker_pseudonyms(rankings["annotator_id"].unique())
+        sets = {review_set.pk: review_set for review_set in ReviewSet.objects.filter(
+            pk__in=kept[irr.ITEM].tolist()).select_related("image").prefetch_related("reviews")}
+        kept_rankings = rankings[rankings["item_id"].isin(kept[irr.ITEM])].sort_values(
+            ["item_id", "annotator_id", "prompt_rank"])
+        by_item = {item: frame for item, frame in kept_rankings.groupby("item_id", sort=False)}
+        for record in kept.itertuples(index=False):
+            item_id = int(getattr(record, irr.ITEM))
+            review_set = sets[item_id]
+            reviews = sorted(review_set.reviews.all(), key=lambda review: review.prompt_rank)
+            frame = by_item[item_id]
+            annotators, ranks = [], []
+            for annotator, given in frame.groupby("annotator_id", sort=True):
+                by_prompt = dict(zip(given["prompt_rank"].astype(int), given["rank"].astype(int)))
+                annotators.append(names[int(annotator)])
+                ranks.append([by_prompt.get(review.prompt_rank) for review in reviews])
+            items_table.add({
+                "item_id": item_id, "external_id": review_set.external_id, "language": review_set.language,
+                "category": review_set.category, "image": self._image_url(review_set.image),
+                "reviews": [review.text for review in reviews], "annotators": annotators, "human_ranks": ranks,
+                "best_pair": [names[int(record.annotator_a)], names[int(record.annotator_b)]],
+                "best_pair_rho": float(record.best_rho),
+            })
+            for row in frame.itertuples(index=False):
+                rankings_table.add({
+                    "item_id": item_id, "language": row.language, "worker": names[int(row.annotator_id)],
+                    "prompt_rank": int(row.prompt_rank), "rank": int(row.rank),
+                })
+        return len(kept), len(kept_rankings), result
+
+    # judgments
+
+    def _write_battles(self) -> int:
+        table = self._table("battles")
+        frames = [pairwise_battles(round_) for round_ in self._rounds("pairwise")]
+        frames = [frame for frame in frames if not frame.empty]
+        if not frames:
+            self.battles = pd.DataFrame()
+            return 0
+        battles = pd.concat(frames, ignore_index=True)
+        released = set(self.instances.filter(pk__in=battles["instance_id"].unique()).values_list("pk", flat=True))
+        battles = battles[~battles["is_gold"] & battles["instance_id"].isin(released)]
+        battles = battles.sort_values(["submitted_at", "assignment_id"], kind="stable")
+        names = self._worker_pseudonyms(battles["worker_id"].unique())
+        for row in battles.itertuples(index=False):
+            table.add({
+                "instance_id": int(row.instance_id), "instruction_category": row.category,
+                "model_a": row.model_a, "model_b": row.model_b, "winner": row.winner, "left": row.left,
+                "worker": names[int(row.worker_id)], "submitted_at": row.submitted_at.isoformat(),
+                "duration_seconds": None if pd.isna(row.duration_seconds) else float(row.duration_seconds),
+            })
+        self.battles = battles
+        return len(battles)
+
+    def _write_verifications(self) -> int:
+        table = self._table("verifications")
+        assignments = (
+            Assignment.objects.submitted()
+            .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+            .filter(round__in=self._rounds("verification"), item__is_gold=False,
+                    item__candidate__instance__in=self.instances)
+            .select_related("item__candidate")
+            .order_by("submitted_at", "pk")
+        )
+        rows = list(assignments.values_list(
+            "item__candidate__instance_id", "item__candidate__model_name", "payload", "worker_id",
+            "submitted_at", "duration_seconds"))
+        names = self._worker_pseudonyms({row[3] for row in rows})
+        for instance_id, model_name, payload, worker_id, submitted_at, duration in rows:
+            table.add({
+                "instance_id": instance_id, "candidate_model": model_name, "outcome": payload["outcome"],
+                "harmful": bool(payload["harmful"]), "worker": names[worker_id],
+                "submitted_at": submitted_at.isoformat(), "duration_seconds": duration,
+            })
+        return len(rows)
+
+    # statistics
+
+    def _statistics(self, counts: dict) -> dict:
+        families = self.instances.values("family").distinct().count()
+        summary = {
+            "instruction families": families,
+            "instances (single-image)": counts["instances_by_split"][SINGLE_IMAGE],
+            "instances (multi-image)": counts["instances_by_split"][MULTI_IMAGE],
+            "IRR items kept": counts["irr_items"],
+            "pairwise judgments": counts["battles"],
+            "verifications": counts["verifications"],
+            "IRR ranking rows": counts["rankings"],
+            "workers": counts["workers"],
+            "images included": counts["images"] - counts["images_excluded"],
+            "images left out (license)": counts["images_excluded"],
+        }
+        agreement: dict[str, object] = {}
+        result = self.irr_agreement
+        if result is not None:
+            evaluable = result.evaluable
+            agreement["IRR items ranked"] = int(len(result.best_rho))
+            agreement["IRR items with an annotator pair"] = int(evaluable.sum())
+            agreement[f"IRR items kept (best-pair rho >= {self.threshold:g})"] = int(result.kept.sum())
+            if result.kept.any():
+                agreement["IRR mean best-pair rho of kept items"] = round(float(result.best_rho[result.kept].mean()), 3)
+        if not self.battles.empty:
+            votes = majority_vote(self.battles.rename(columns={"item_id": "pair_id", "winner": "choice"}),
+                                  worker_column=None)
+            for level, pairs in votes.level_counts().items():
+                if pairs:
+                    agreement[f"pairs with majority {level}"] = int(pairs)
+        if not agreement:
+            agreement["(no crowd judgments)"] = "-"
+        wages = []
+        for round_ in CollectionRound.objects.filter(project=self.project).order_by("pk"):
+            progress = round_progress(round=round_)
+            submitted = progress["assignments"].get(Assignment.Status.SUBMITTED, 0)
+            if not submitted:
+                continue
+            median = progress["median_seconds"]
+            wage = progress["effective_hourly_wage"]
+            wages.append([
+                round_.name, round_.task_type, submitted, "-" if median is None else round(median, 1),
+                f"{round_.reward_per_task} {round_.currency}",
+                "-" if wage is None else f"{wage} {round_.currency}/h",
+                f"{round_.target_hourly_wage} {round_.currency}/h",
+            ])
+        return {"counts": counts, "summary": summary, "yield": yield_report(project=self.project)["splits"],
+                "agreement": agreement, "wages": wages}
