@@ -53,6 +53,7 @@ def build_database(database: Path, sizes: list[int]) -> None:
         AcceptedReference, Caption, Image, Instance, InstanceImage, InstructionFamily, ReferenceCandidate,
         Source, Verification,
     )
+    from datasets_app.instance_status import new_instance
     from projects.services import create_project
 
     call_command("migrate", verbosity=0)
@@ -72,9 +73,9 @@ def build_database(database: Path, sizes: list[int]) -> None:
                       creator=f"creator {n}", source_url=f"https://source.example.org/{n}")
                 for n, count in layout for p in range(count))
             instances = Instance.objects.bulk_create(
-                Instance(family=families[count > 1], instruction=f"Instruction number {n}: what is shown here, "
-                         "and what would you do next?", status=Instance.Status.VERIFIED, source=Source.CROWD,
-                         content_key=f"{size}-{n}")
+                new_instance(family=families[count > 1], instruction=f"Instruction number {n}: what is shown "
+                             "here, and what would you do next?", status=Instance.Status.VERIFIED,
+                             source=Source.CROWD, content_key=f"{size}-{n}")
                 for n, count in layout)
             links, captions, position = [], [], 0
             for instance, (n, count) in zip(instances, layout):

@@ -67,12 +67,17 @@ def _check_reason(status: str, reason: str) -> None:
         )
 
 
-def create_instance(*, status: str, discard_reason: str = "", clean: bool = False, **fields) -> Instance:
-    """A new instance in its initial status; ``clean`` runs ``full_clean`` before saving."""
+def new_instance(*, status: str, discard_reason: str = "", **fields) -> Instance:
+    """An unsaved instance in its initial status (for ``bulk_create`` of many at once)."""
     if status not in INITIAL_STATUSES:
         raise StatusConflict(f"an instance cannot start as {status!r}")
     _check_reason(status, discard_reason)
-    instance = Instance(status=status, discard_reason=discard_reason, **fields)
+    return Instance(status=status, discard_reason=discard_reason, **fields)
+
+
+def create_instance(*, status: str, discard_reason: str = "", clean: bool = False, **fields) -> Instance:
+    """A new instance in its initial status; ``clean`` runs ``full_clean`` before saving."""
+    instance = new_instance(status=status, discard_reason=discard_reason, **fields)
     if clean:
         instance.full_clean()
     instance.save()
