@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
+from crowdbench.text_input import clean_text as clean_input_text
+
 if TYPE_CHECKING:
     from ..models import Assignment, CollectionRound, WorkItem
 
@@ -57,19 +59,7 @@ def require_dict(data: Any) -> Any:
 
 def clean_text(data: Any, name: str, *, label: str, max_length: int = 5000, required: bool = True) -> str:
     """A stripped text field; ``label`` is the already translated field name for messages."""
-    value = data.get(name, "")
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise ValidationError(_("%(field)s must be text.") % {"field": label})
-    value = value.strip()
-    if required and not value:
-        raise ValidationError(_("%(field)s is empty.") % {"field": label})
-    if len(value) > max_length:
-        raise ValidationError(
-            _("%(field)s is longer than %(limit)d characters.") % {"field": label, "limit": max_length}
-        )
-    return value
+    return clean_input_text(data.get(name, ""), label=label, max_length=max_length, required=required)
 
 
 def image_view(image) -> dict:

@@ -5,6 +5,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from crowdbench.input_checks import strict_int
 from datasets_app.models import ReviewSet
 
 from .base import TaskType, image_view, require_dict
@@ -53,10 +54,10 @@ class RankingTask(TaskType):
         order = data.getlist("order") if hasattr(data, "getlist") else data.get("order")
         if not isinstance(order, list) or not order:
             raise ValidationError(_("The ranking is missing: send the review ids in order, best first."))
-        try:
-            order = [int(value) for value in order]
-        except (TypeError, ValueError):
-            raise ValidationError(_("The ranking must list review ids.")) from None
+        # JSON must carry integers (3.9 or "3" are refused); a form can only carry digit strings.
+        order = [strict_int(value, allow_digit_strings=hasattr(data, "getlist")) for value in order]
+        if None in order:
+            raise ValidationError(_("The ranking must list review ids."))
         expected = set(assignment.presentation["review_order"])
         if len(order) != len(expected) or set(order) != expected:
             raise ValidationError(
