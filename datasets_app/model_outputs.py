@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ from .models import Instance, ModelOutput, Source
 from .reference_generation import format_usd
 from .review_generation import image_source
 from .file_errors import parse_csv_file
+from .image_urls import ImageURLRefused, ImportURLChecker, match_key
 from .visitbench_csv import VisitBenchFormatError
 
 PREDICTION_SUFFIX = " prediction"
@@ -110,6 +110,7 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
     if duplicates:
         raise VisitBenchFormatError(path, f"model {duplicates[0]!r} has several prediction columns")
     rows = []
+    check_url = ImportURLChecker()
     for number, record in enumerate(reader, start=1):
         if None in record:
             raise VisitBenchFormatError(path, "more fields than header columns", row=number)
@@ -119,7 +120,7 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
                                         row=number, column="instruction")
         if not instruction.strip():
             raise VisitBenchFormatError(path, "empty value", row=number, column="instruction")
-        urls = _image_urls(path, number, image_column, record.get(image_column))
+        urls = _image_urls(path, number, image_column, record.get(image_column), check_url)
         predictions = {model: record[column] for column, model in model_columns.items()
                        if (record.get(column) or "").strip()}
         rows.append(PredictionRow(number, instruction, (record.get("instruction_category") or "").strip(),
@@ -129,10 +130,7 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
     return list(model_columns.values()), rows
 
 
-_URL = re.compile(r"^https?://\S+$")
-
-
-def _image_urls(path: str, row: int, column: str, raw: str | None) -> list[str]:
+def _image_urls(path: str, row: int, column: str, raw: str | None, check_url: ImportURLChecker) -> list[str]:
     if raw is None or not raw.strip():
         raise VisitBenchFormatError(path, "empty value", row=row, column=column)
     if column == "image":
@@ -145,16 +143,16 @@ def _image_urls(path: str, row: int, column: str, raw: str | None) -> list[str]:
                                         row=row, column=column) from None
         if not isinstance(urls, list) or not urls or not all(isinstance(url, str) for url in urls):
             raise VisitBenchFormatError(path, "expected a non-empty JSON list of URLs", row=row, column=column)
-    for url in urls:
-        if not _URL.match(url):
-            raise VisitBenchFormatError(path, f"not an http(s) URL: {url[:80]!r}", row=row, column=column)
-    return urls
+    try:
+        return [check_url(url) for url in urls]
+    except ImageURLRefused as refused:
+        raise VisitBenchFormatError(path, str(refused), row=row, column=column) from None
 
 
 def _instance_index() -> dict[tuple[str, tuple[str, ...]], list[Instance]]:
     index: dict[tuple[str, tuple[str, ...]], list[Instance]] = defaultdict(list)
     for instance in Instance.objects.select_related("family").prefetch_related("image_links__image"):
-        key = (normalise_instruction(instance.instruction), tuple(instance_image_urls(instance)))
+        key = (normalise_instruction(instance.instruction), tuple(map(match_key, instance_image_urls(instance))))
         index[key].append(instance)
     return index
 
@@ -163,7 +161,7 @@ def match_rows(rows: list[PredictionRow]) -> tuple[list[tuple[PredictionRow, Ins
     index = _instance_index()
     matched, unmatched = [], []
     for row in rows:
-        found = index.get((normalise_instruction(row.instruction), tuple(row.image_urls)), [])
+        found = index.get((normalise_instruction(row.instruction), tuple(map(match_key, row.image_urls))), [])
         if len(found) > 1 and row.category:
             found = [instance for instance in found if instance.family.name == row.category]
         if len(found) == 1:

@@ -28,6 +28,7 @@ from llm.models import LLMRun
 from llm.services import create_run, ensure_template, render_template
 from llm.structured import ask_for_parsed_answers
 
+from .image_urls import encode_url
 from .models import Image, Language, Review, ReviewSet, Source
 
 PURPOSE = "irr_review"
@@ -137,7 +138,7 @@ def ensure_review_templates() -> dict[str, tuple[str, int]]:
 
 def image_source(image: Image) -> str:
     """What the LLM layer sends: our stored file (it becomes a base64 data URL) or the image's URL."""
-    return image.file.path if image.file else image.url
+    return image.file.path if image.file else encode_url(image.url)
 
 
 @dataclass

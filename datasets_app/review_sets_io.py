@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .file_errors import InputFileError
+from .image_urls import ImageURLRefused, ImportURLChecker
 
 REVIEW_LEVELS = 5
 LANGUAGES = ("en", "ja")
@@ -59,7 +60,8 @@ def read_review_sets(path: str | Path) -> list[ReviewSetRecord]:
         raw_rows = list(_csv_rows(name, text))
     if not raw_rows:
         raise ReviewSetFormatError(name, "the file has no records")
-    records = [_record(name, number, raw, path.parent) for number, raw in raw_rows]
+    check_url = ImportURLChecker()
+    records = [_record(name, number, raw, path.parent, check_url) for number, raw in raw_rows]
     seen: dict[tuple[str, str], int] = {}
     for record in records:
         key = (record.item_id, record.language)
@@ -135,7 +137,7 @@ def _reviews(name: str, number: int, raw: dict) -> dict[int, str]:
     return reviews
 
 
-def _record(name: str, number: int, raw: dict, folder: Path) -> ReviewSetRecord:
+def _record(name: str, number: int, raw: dict, folder: Path, check_url: ImportURLChecker) -> ReviewSetRecord:
     language = _text(name, number, raw, "language")
     if language not in LANGUAGES:
         raise ReviewSetFormatError(
@@ -148,8 +150,11 @@ def _record(name: str, number: int, raw: dict, folder: Path) -> ReviewSetRecord:
         raise ReviewSetFormatError(
             name, "give exactly one of image_url and image_path", row=number, column="image_url"
         )
-    if image_url and not image_url.startswith(("http://", "https://")):
-        raise ReviewSetFormatError(name, f"not an http(s) URL: {image_url[:80]!r}", row=number, column="image_url")
+    if image_url:
+        try:
+            image_url = check_url(image_url)
+        except ImageURLRefused as refused:
+            raise ReviewSetFormatError(name, str(refused), row=number, column="image_url") from None
     resolved = None
     if image_path:
         resolved = (folder / image_path).resolve()

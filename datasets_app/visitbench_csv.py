@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from .file_errors import InputFileError, parse_csv_file
+from .image_urls import ImageURLRefused, ImportURLChecker
 
 SINGLE_IMAGE_COLUMNS = [
     "image_url",
@@ -110,10 +111,11 @@ def _read(path: str, handle: IO[str]) -> tuple[str, list[VisitBenchRow]]:
     schema = detect_schema(path, list(reader.fieldnames))
     parse = _parse_multi_image_row if schema == MULTI_IMAGE else _parse_single_image_row
     rows = []
+    check_url = ImportURLChecker()
     for number, record in enumerate(reader, start=1):
         if None in record:
             raise VisitBenchFormatError(path, "more fields than header columns", row=number)
-        rows.append(parse(_Cells(path, number, record)))
+        rows.append(parse(_Cells(path, number, record, check_url)))
     if not rows:
         raise VisitBenchFormatError(path, "the file has a header but no data rows")
     return schema, rows
@@ -122,8 +124,8 @@ def _read(path: str, handle: IO[str]) -> tuple[str, list[VisitBenchRow]]:
 class _Cells:
     """Typed access to the cells of one row, raising errors that name row and column."""
 
-    def __init__(self, path: str, row: int, record: dict[str, str | None]):
-        self.path, self.row, self.record = path, row, record
+    def __init__(self, path: str, row: int, record: dict[str, str | None], check_url: ImportURLChecker):
+        self.path, self.row, self.record, self.check_url = path, row, record, check_url
 
     def error(self, column: str, message: str) -> VisitBenchFormatError:
         return VisitBenchFormatError(self.path, message, row=self.row, column=column)
@@ -138,9 +140,10 @@ class _Cells:
 
     def url(self, column: str, value: str | None = None) -> str:
         value = self.text(column) if value is None else value
-        if not value.startswith(("http://", "https://")) or any(ch in value for ch in "\n\r\t"):
-            raise self.error(column, f"not an http(s) URL: {value[:80]!r}")
-        return value
+        try:
+            return self.check_url(value)
+        except ImageURLRefused as refused:
+            raise self.error(column, str(refused)) from None
 
     def boolean(self, column: str) -> bool:
         value = self.text(column).strip()

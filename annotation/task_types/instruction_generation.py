@@ -12,7 +12,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from datasets_app.models import Image, Instance, InstanceImage, InstructionFamily, Source
-from datasets_app.services import ImageValidationError, inspect_image_bytes, store_image
+from datasets_app.image_urls import validate_submitted_image_url
+from datasets_app.services import ImageValidationError, clean_image_bytes, inspect_image_bytes, store_image
 
 from .base import TaskType, clean_text, image_view, require_dict
 
@@ -212,14 +213,14 @@ def _validate_image(row: dict) -> tuple[dict, bytes | None]:
         raise ValidationError(_("Upload an image file or give an image URL (exactly one of them)."))
     entry = {"license": license_name, "creator": creator, "source_url": source_url}
     if image_url:
-        entry["image_url"] = _clean_url(image_url, label=_("The image URL"))
+        entry["image_url"] = validate_submitted_image_url(image_url, label=_("The image URL"))
         return entry, None
     if upload.size > settings.MAX_IMAGE_UPLOAD_BYTES:
         raise ValidationError(
             _("The image file is larger than %(mb)g MB.") % {"mb": settings.MAX_IMAGE_UPLOAD_BYTES / 2**20}
         )
-    content = upload.read()
     try:
+        content = clean_image_bytes(upload.read()).content  # stored as cleaned: no EXIF, GPS, ICC
         fmt, width, height = inspect_image_bytes(content)
     except ImageValidationError as exc:
         raise ValidationError(_("The image was refused: %(reason)s.") % {"reason": exc}) from None
