@@ -88,11 +88,14 @@ def _refuse_constant(name: str):
     raise ValueError(f"the JSON constant {name} is not accepted")
 
 
-def load_json(raw: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, where: str = "the JSON body") -> Any:
+def load_json(raw: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, where: str = "the JSON body",
+              allow_nan: bool = False) -> Any:
     """Parse JSON with the checks above applied to every key and string; HostileInput otherwise.
 
     The nesting bound is checked on the raw text before parsing, so a body nested 100,000 deep
-    costs one linear scan and never reaches the recursive parser.
+    costs one linear scan and never reaches the recursive parser. ``allow_nan`` accepts NaN and
+    Infinity (published files use NaN for missing entries; request bodies may not, because
+    PostgreSQL's JSON refuses them).
     """
     if isinstance(raw, bytes):
         try:
@@ -103,7 +106,7 @@ def load_json(raw: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, where: str =
     if depth > max_depth:
         raise HostileInput(f"{where} is nested more than {max_depth} levels deep.")
     try:
-        value = json.loads(raw, parse_constant=_refuse_constant)
+        value = json.loads(raw) if allow_nan else json.loads(raw, parse_constant=_refuse_constant)
     except RecursionError:  # only reachable when max_depth is set above the interpreter's limit
         raise HostileInput(f"{where} is nested too deeply.") from None
     except ValueError as exc:

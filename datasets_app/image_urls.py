@@ -28,7 +28,8 @@ from crowdbench.input_checks import text_problem
 
 Resolver = Callable[[str, int], Iterable[str]]
 
-MAX_URL_LENGTH = 2000
+# As long as Image.url can hold.
+MAX_URL_LENGTH = 1000
 # Names that always mean "this machine" or "this network", whatever DNS says.
 LOCAL_NAMES = {"localhost", "metadata", "metadata.google.internal", "instance-data"}
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain", ".home.arpa")

@@ -24,6 +24,8 @@ from llm.services import create_run
 from .models import Instance, ModelOutput, Source
 from .reference_generation import format_usd
 from .review_generation import image_source
+from crowdbench.input_checks import is_blank, text_problem
+
 from .file_errors import parse_csv_file
 from .image_urls import ImageURLRefused, ImportURLChecker, match_key
 from .visitbench_csv import VisitBenchFormatError
@@ -31,6 +33,8 @@ from .visitbench_csv import VisitBenchFormatError
 PREDICTION_SUFFIX = " prediction"
 PURPOSE = "visitbench_model_output"
 MAX_TOKENS = 512
+# ModelOutput.model_name
+MAX_MODEL_NAME_LENGTH = 200
 
 
 def normalise_instruction(text: str) -> str:
@@ -106,6 +110,13 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
     for column, model in model_columns.items():
         if not model:
             raise VisitBenchFormatError(path, "a prediction column has no model name", column=column)
+        problem = text_problem(column, multiline=False)
+        if problem:
+            raise VisitBenchFormatError(path, f"the column name {problem}", column=column[:80])
+        if len(model) > MAX_MODEL_NAME_LENGTH:
+            raise VisitBenchFormatError(
+                path, f"the model name is longer than {MAX_MODEL_NAME_LENGTH} characters", column=column[:80]
+            )
     duplicates = [name for name, count in Counter(model_columns.values()).items() if count > 1]
     if duplicates:
         raise VisitBenchFormatError(path, f"model {duplicates[0]!r} has several prediction columns")
@@ -118,7 +129,11 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
         if instruction is None:
             raise VisitBenchFormatError(path, "missing value (row has fewer fields than the header)",
                                         row=number, column="instruction")
-        if not instruction.strip():
+        for column, value in record.items():
+            problem = text_problem(value or "")
+            if problem:
+                raise VisitBenchFormatError(path, problem, row=number, column=column)
+        if is_blank(instruction):
             raise VisitBenchFormatError(path, "empty value", row=number, column="instruction")
         urls = _image_urls(path, number, image_column, record.get(image_column), check_url)
         predictions = {model: record[column] for column, model in model_columns.items()

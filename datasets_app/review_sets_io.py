@@ -18,11 +18,16 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crowdbench.input_checks import HostileInput, is_blank, load_json, text_problem
+
 from .file_errors import InputFileError
 from .image_urls import ImageURLRefused, ImportURLChecker
 
 REVIEW_LEVELS = 5
 LANGUAGES = ("en", "ja")
+# Fields stored in columns of bounded length (ReviewSet.external_id, Image.license, ...).
+MAX_LENGTHS = {"item_id": 200, "category": 200, "license": 200, "creator": 300, "source_url": 1000,
+               "image_url": 1000, "image_path": 1000}
 
 
 class ReviewSetFormatError(InputFileError):
@@ -90,9 +95,15 @@ def _jsonl_rows(name: str, text: str):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            json.loads(line)  # the decoder's message first; load_json adds the nesting and text checks
         except json.JSONDecodeError as exc:
             raise ReviewSetFormatError(name, f"invalid JSON ({exc.msg})", row=number) from exc
+        except RecursionError:
+            pass
+        try:
+            value = load_json(line, where="the line")
+        except HostileInput as refused:
+            raise ReviewSetFormatError(name, refused.message, row=number) from None
         if not isinstance(value, dict):
             raise ReviewSetFormatError(name, "each line must be a JSON object", row=number)
         yield number, value
@@ -100,13 +111,21 @@ def _jsonl_rows(name: str, text: str):
 
 def _text(name, number, raw, key, *, required=True) -> str:
     value = raw.get(key)
-    if value is None or (isinstance(value, str) and not value.strip()):
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem:
+            raise ReviewSetFormatError(name, problem, row=number, column=key)
+    if value is None or (isinstance(value, str) and is_blank(value)):
         if required:
             raise ReviewSetFormatError(name, "missing or empty value", row=number, column=key)
         return ""
-    if not isinstance(value, (str, int)):
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
         raise ReviewSetFormatError(name, "expected text", row=number, column=key)
-    return str(value).strip()
+    value = str(value).strip()
+    limit = MAX_LENGTHS.get(key)
+    if limit is not None and len(value) > limit:
+        raise ReviewSetFormatError(name, f"longer than {limit} characters ({len(value)} given)", row=number, column=key)
+    return value
 
 
 def _reviews(name: str, number: int, raw: dict) -> dict[int, str]:
@@ -131,8 +150,11 @@ def _reviews(name: str, number: int, raw: dict) -> dict[int, str]:
             )
         if rank in reviews:
             raise ReviewSetFormatError(name, f"prompt rank {rank} given twice", row=number, column="reviews")
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str) or is_blank(text):
             raise ReviewSetFormatError(name, f"review {rank} has no text", row=number, column="reviews")
+        problem = text_problem(text)
+        if problem:
+            raise ReviewSetFormatError(name, f"review {rank} {problem}", row=number, column="reviews")
         reviews[rank] = text.strip()
     return reviews
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
+from crowdbench.input_checks import HostileInput, is_blank, load_json, text_problem
+
 from .file_errors import InputFileError, parse_csv_file
 from .image_urls import ImageURLRefused, ImportURLChecker
 
@@ -46,6 +48,9 @@ MULTI_IMAGE_COLUMNS = [
 DENSE_CAPTION_SLOTS = 10
 PUBLISHED_CANDIDATE_MODEL = "gpt-4"
 PUBLISHED_AUTOMATIC_CAPTION_MODEL = "blip2"
+
+# Columns stored in fields of bounded length: the family name (InstructionFamily.name).
+COLUMN_MAX_LENGTHS = {"instruction_category": 200}
 
 SINGLE_IMAGE = "single_image"
 MULTI_IMAGE = "multi_image"
@@ -134,8 +139,14 @@ class _Cells:
         value = self.record.get(column)
         if value is None:
             raise self.error(column, "missing value (row has fewer fields than the header)")
-        if required and not value.strip():
+        problem = text_problem(value)
+        if problem:
+            raise self.error(column, problem)
+        if required and is_blank(value):
             raise self.error(column, "empty value")
+        limit = COLUMN_MAX_LENGTHS.get(column)
+        if limit is not None and len(value.strip()) > limit:
+            raise self.error(column, f"longer than {limit} characters ({len(value.strip())} given)")
         return value
 
     def url(self, column: str, value: str | None = None) -> str:
@@ -156,9 +167,15 @@ class _Cells:
     def json_value(self, column: str):
         raw = self.text(column)
         try:
-            return json.loads(raw)
+            json.loads(raw)  # the decoder's message names the character, load_json's the bound
         except json.JSONDecodeError as exc:
             raise self.error(column, f"invalid JSON ({exc.msg} at character {exc.pos})") from exc
+        except RecursionError:
+            pass
+        try:
+            return load_json(raw, where="the JSON", allow_nan=True)
+        except HostileInput as refused:
+            raise self.error(column, refused.message) from None
 
     def string_list(self, column: str, *, allow_nan: bool = False) -> list[str | None]:
         value = self.json_value(column)
