@@ -115,6 +115,25 @@ def load_json(raw: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, where: str =
     return value
 
 
+def load_json_cell(raw: str, *, allow_nan: bool = False) -> Any:
+    """A JSON value from one cell or line of an imported file; HostileInput with a short reason.
+
+    The reasons read after "row N, column C:": "invalid JSON (Expecting value at character 0)",
+    "the JSON is nested more than 20 levels deep", "A text in the JSON contains a NUL character ...".
+    """
+    depth = json_nesting_depth(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise HostileInput(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep")
+    try:
+        value = json.loads(raw) if allow_nan else json.loads(raw, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise HostileInput(f"invalid JSON ({exc.msg} at character {exc.pos})") from None
+    except ValueError as exc:
+        raise HostileInput(f"invalid JSON ({exc})") from None
+    check_json_strings(value, where="the JSON")
+    return value
+
+
 def json_nesting_depth(raw: str) -> int:
     """The deepest bracket nesting of a JSON text, ignoring brackets inside strings."""
     # Strings (with their escapes) are removed first so that only structural brackets remain.

@@ -8,7 +8,6 @@ matched to an instance by its instruction (whitespace-normalised) and its ordere
 from __future__ import annotations
 
 import csv
-import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -24,7 +23,7 @@ from llm.services import create_run
 from .models import Instance, ModelOutput, Source
 from .reference_generation import format_usd
 from .review_generation import image_source
-from crowdbench.input_checks import is_blank, text_problem
+from crowdbench.input_checks import HostileInput, is_blank, load_json_cell, text_problem
 
 from .file_errors import parse_csv_file
 from .image_urls import ImageURLRefused, ImportURLChecker, match_key
@@ -152,10 +151,9 @@ def _image_urls(path: str, row: int, column: str, raw: str | None, check_url: Im
         urls = [raw.strip()]
     else:
         try:
-            urls = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise VisitBenchFormatError(path, f"invalid JSON ({exc.msg} at character {exc.pos})",
-                                        row=row, column=column) from None
+            urls = load_json_cell(raw)
+        except HostileInput as refused:
+            raise VisitBenchFormatError(path, refused.message, row=row, column=column) from None
         if not isinstance(urls, list) or not urls or not all(isinstance(url, str) for url in urls):
             raise VisitBenchFormatError(path, "expected a non-empty JSON list of URLs", row=row, column=column)
     try:

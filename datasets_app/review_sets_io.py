@@ -14,11 +14,10 @@ texts in prompt-rank order).
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crowdbench.input_checks import HostileInput, is_blank, load_json, text_problem
+from crowdbench.input_checks import HostileInput, is_blank, load_json_cell, text_problem
 
 from .file_errors import InputFileError
 from .image_urls import ImageURLRefused, ImportURLChecker
@@ -95,13 +94,7 @@ def _jsonl_rows(name: str, text: str):
         if not line.strip():
             continue
         try:
-            json.loads(line)  # the decoder's message first; load_json adds the nesting and text checks
-        except json.JSONDecodeError as exc:
-            raise ReviewSetFormatError(name, f"invalid JSON ({exc.msg})", row=number) from exc
-        except RecursionError:
-            pass
-        try:
-            value = load_json(line, where="the line")
+            value = load_json_cell(line)
         except HostileInput as refused:
             raise ReviewSetFormatError(name, refused.message, row=number) from None
         if not isinstance(value, dict):
