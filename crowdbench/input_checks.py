@@ -88,68 +88,52 @@ def _refuse_constant(name: str):
     raise ValueError(f"the JSON constant {name} is not accepted")
 
 
-def load_json(raw: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, where: str = "the JSON body",
-              allow_nan: bool = False) -> Any:
-    """Parse JSON with the checks above applied to every key and string; HostileInput otherwise.
-
-    The nesting bound is checked on the raw text before parsing, so a body nested 100,000 deep
-    costs one linear scan and never reaches the recursive parser. ``allow_nan`` accepts NaN and
-    Infinity (published files use NaN for missing entries; request bodies may not, because
-    PostgreSQL's JSON refuses them).
-    """
+def load_json(raw: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, where: str = "The JSON body") -> Any:
+    """A request body parsed with ``parse_json``; HostileInput "<where> is refused: <reason>." otherwise."""
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise HostileInput(f"{where} is not UTF-8 text ({exc.reason}).") from None
-    depth = json_nesting_depth(raw)
-    if depth > max_depth:
-        raise HostileInput(f"{where} is nested more than {max_depth} levels deep.")
     try:
-        value = json.loads(raw) if allow_nan else json.loads(raw, parse_constant=_refuse_constant)
-    except RecursionError:  # only reachable when max_depth is set above the interpreter's limit
-        raise HostileInput(f"{where} is nested too deeply.") from None
-    except ValueError as exc:
-        raise HostileInput(f"{where} is not valid JSON ({exc}).") from None
-    check_json_strings(value, where=where)
-    return value
+        return parse_json(raw, max_depth=max_depth)
+    except HostileInput as refused:
+        raise HostileInput(f"{where} is refused: {refused.message.rstrip('.')}.") from None
 
 
-def load_json_cell(raw: str, *, allow_nan: bool = False) -> Any:
-    """A JSON value from one cell or line of an imported file; HostileInput with a short reason.
+def parse_json(raw: str, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False) -> Any:
+    """JSON with the checks above applied to every key and string; HostileInput with a short reason
+    ("invalid JSON (Expecting value at character 0)", "the JSON is nested more than 20 levels deep",
+    "a text in the JSON contains a NUL character ...") otherwise.
 
-    The reasons read after "row N, column C:": "invalid JSON (Expecting value at character 0)",
-    "the JSON is nested more than 20 levels deep", "A text in the JSON contains a NUL character ...".
+    The parser's own recursion bound stops a body nested 100,000 deep at once; the nesting of what
+    parsed is then measured without recursion. ``allow_nan`` accepts NaN and Infinity (published
+    files use NaN for missing entries; request bodies may not: PostgreSQL's JSON has no such values).
     """
-    depth = json_nesting_depth(raw)
-    if depth > MAX_JSON_DEPTH:
-        raise HostileInput(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep")
+    too_deep = f"the JSON is nested more than {max_depth} levels deep"
     try:
         value = json.loads(raw) if allow_nan else json.loads(raw, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise HostileInput(too_deep) from None
     except json.JSONDecodeError as exc:
         raise HostileInput(f"invalid JSON ({exc.msg} at character {exc.pos})") from None
     except ValueError as exc:
         raise HostileInput(f"invalid JSON ({exc})") from None
+    if json_depth(value) > max_depth:
+        raise HostileInput(too_deep)
     check_json_strings(value, where="the JSON")
     return value
 
 
-def json_nesting_depth(raw: str) -> int:
-    """The deepest bracket nesting of a JSON text, ignoring brackets inside strings."""
-    # Strings (with their escapes) are removed first so that only structural brackets remain.
-    structure = _JSON_STRING.sub('""', raw)
-    depth = deepest = 0
-    for char in _BRACKETS.findall(structure):
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
+def json_depth(value: Any) -> int:
+    """How deeply lists and objects nest in a parsed JSON value (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, level)
+            stack.extend((inner, level + 1) for inner in (item.values() if isinstance(item, dict) else item))
     return deepest
-
-
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def check_json_strings(value: Any, *, where: str) -> None:
@@ -158,10 +142,10 @@ def check_json_strings(value: Any, *, where: str) -> None:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            check_text(item, where=f"A text in {where}")
+            check_text(item, where=f"a text in {where}")
         elif isinstance(item, dict):
             for key, inner in item.items():
-                check_text(key, where=f"A key in {where}")
+                check_text(key, where=f"a key in {where}")
                 stack.append(inner)
         elif isinstance(item, list):
             stack.extend(item)

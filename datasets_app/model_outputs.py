@@ -23,7 +23,7 @@ from llm.services import create_run
 from .models import Instance, ModelOutput, Source
 from .reference_generation import format_usd
 from .review_generation import image_source
-from crowdbench.input_checks import HostileInput, is_blank, load_json_cell, text_problem
+from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
 
 from .file_errors import parse_csv_file
 from .image_urls import ImageURLRefused, ImportURLChecker, match_key
@@ -151,7 +151,7 @@ def _image_urls(path: str, row: int, column: str, raw: str | None, check_url: Im
         urls = [raw.strip()]
     else:
         try:
-            urls = load_json_cell(raw)
+            urls = parse_json(raw)
         except HostileInput as refused:
             raise VisitBenchFormatError(path, refused.message, row=row, column=column) from None
         if not isinstance(urls, list) or not urls or not all(isinstance(url, str) for url in urls):

@@ -17,7 +17,7 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crowdbench.input_checks import HostileInput, is_blank, load_json_cell, text_problem
+from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
 
 from .file_errors import InputFileError
 from .image_urls import ImageURLRefused, ImportURLChecker
@@ -94,7 +94,7 @@ def _jsonl_rows(name: str, text: str):
         if not line.strip():
             continue
         try:
-            value = load_json_cell(line)
+            value = parse_json(line)
         except HostileInput as refused:
             raise ReviewSetFormatError(name, refused.message, row=number) from None
         if not isinstance(value, dict):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
-from crowdbench.input_checks import HostileInput, is_blank, load_json_cell, text_problem
+from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
 
 from .file_errors import InputFileError, parse_csv_file
 from .image_urls import ImageURLRefused, ImportURLChecker
@@ -167,7 +167,7 @@ class _Cells:
     def json_value(self, column: str):
         raw = self.text(column)
         try:
-            return load_json_cell(raw, allow_nan=True)  # NaN marks missing captions in the published file
+            return parse_json(raw, allow_nan=True)  # NaN marks missing captions in the published file
         except HostileInput as refused:
             raise self.error(column, refused.message) from None
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.models import Assignment
-from crowdbench.input_checks import is_blank, json_nesting_depth, load_json, strict_int, text_problem
+from crowdbench.input_checks import HostileInput, is_blank, json_depth, load_json, parse_json, strict_int, text_problem
 from datasets_app.models import Caption
 from providers import services as provider_services
 from providers.worker_access import task_token
@@ -71,13 +71,15 @@ def test_strict_int_refuses_what_is_not_an_integer(value, form, expected):
     assert strict_int(value, allow_digit_strings=form) == expected
 
 
-def test_json_depth_is_measured_without_recursion_and_ignores_brackets_in_strings():
-    assert json_nesting_depth(DEEP) == 100_000
-    assert json_nesting_depth('{"a": "[[[[[[", "b": [1, {"c": "\\"]]]"}]}') == 3
-    with pytest.raises(Exception, match="nested more than 20 levels"):
-        load_json(DEEP)
-    with pytest.raises(Exception, match="NaN is not accepted"):
+def test_json_nesting_is_bounded_and_brackets_in_strings_do_not_count():
+    assert json_depth(parse_json('{"a": "[[[[[[", "b": [1, {"c": "\\"]]]"}]}')) == 3
+    assert json_depth(parse_json("[" * 20 + "]" * 20)) == 20
+    for deep in (DEEP, "[" * 21 + "]" * 21, '{"a":' * 500 + "1" + "}" * 500):
+        with pytest.raises(HostileInput, match="nested more than 20 levels"):
+            load_json(deep)
+    with pytest.raises(HostileInput, match="NaN is not accepted"):
         load_json('{"x": NaN}')
+    assert parse_json('[NaN]', allow_nan=True)
 
 
 # --- the worker API ----------------------------------------------------------------------------
@@ -108,8 +110,8 @@ def test_worker_api_refuses_hostile_text_sent_as_a_form():
 @pytest.mark.parametrize("body, message", [
     (DEEP, "nested more than"),
     ('{"captions": ["ok"], "x": NaN}', "NaN is not accepted"),
-    ('{"captions": ["ok"], "\\u0000": 1}', "A key in the JSON body contains a NUL"),
-    ('{"captions": ["ok"', "not valid JSON"),
+    ('{"captions": ["ok"], "\\u0000": 1}', "a key in the JSON contains a NUL"),
+    ('{"captions": ["ok"', "invalid JSON"),
     (b'{"captions": ["\xff"]}', "not UTF-8"),
 ])
 def test_worker_api_refuses_malformed_json(body, message):
