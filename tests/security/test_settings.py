@@ -21,7 +21,9 @@ PRODUCTION = {
 
 
 def manage(*args, **env):
-    base = {key: value for key, value in os.environ.items() if key not in {"DEBUG", "SECRET_KEY"}}
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process; a deployment never does.
+    dropped = {"DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    base = {key: value for key, value in os.environ.items() if key not in dropped}
     base.update(env)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=base, capture_output=True,
                           text=True, timeout=120)
