@@ -28,12 +28,13 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt requirements-lm.txt requirem
 install: $(VENV)/.runtime
 install-dev: $(VENV)/.dev
 
+# The demo is a development server: DEBUG on (development key, media served by Django).
 demo-data: install
-	DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py migrate --noinput
-	DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py load_demo --host $(HOST) --port $(PORT)
+	DEBUG=1 DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py migrate --noinput
+	DEBUG=1 DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py load_demo --host $(HOST) --port $(PORT)
 
 demo: demo-data
-	DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py runserver $(HOST):$(PORT)
+	DEBUG=1 DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 # Tests marked `postgres` (concurrency) always run against PostgreSQL: with an SQLite DATABASE_URL
 # (or none), they run in a second pass against TEST_POSTGRES_URL.

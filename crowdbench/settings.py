@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -30,13 +32,34 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DEBUG", True)
+def env_number(name: str, default: str, cast):
+    raw = os.environ.get(name) or default
+    try:
+        return cast(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+
+
+# Off unless asked for (`make demo` and the test configuration in pytest.ini ask for it).
+DEBUG = env_bool("DEBUG", False)
+DEVELOPMENT_SECRET_KEY = "crowdbench-development-key-not-for-production"
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
+# The web server (the WSGI/ASGI entry points set CROWDBENCH_SERVING; runserver) and the deployment
+# check refuse a weak key. Other commands (migrate, imports, reports) sign nothing that outlives
+# the process, so without a key they get a throwaway one and run with no set-up.
+SERVING = os.environ.get("CROWDBENCH_SERVING") == "1" or sys.argv[1:2] in (["runserver"], ["check"])
+if not DEBUG and (not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY or len(SECRET_KEY) < 50):
+    if SERVING or SECRET_KEY:
+        # Sessions, CSRF tokens and provider task tokens are signed with this key.
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set to a random value of at least 50 characters when DEBUG is off "
+            "(the development key is public); generate one with "
+            "python -c \"import secrets; print(secrets.token_urlsafe(50))\""
+        )
+    SECRET_KEY = secrets.token_urlsafe(50)
 if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
-    # Development only: a fixed key would let anyone forge sessions on a public server.
-    SECRET_KEY = "crowdbench-development-key-not-for-production"
+    # Development only (DEBUG on): a fixed, public key.
+    SECRET_KEY = DEVELOPMENT_SECRET_KEY
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
@@ -63,12 +86,15 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Refuses hostile input (control characters, deep JSON, huge bodies) before anything reads it.
+    "crowdbench.middleware.InputCheckMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "crowdbench.middleware.RateLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -170,22 +196,80 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
 
+# --- Production security (see README "Production settings") ------------------------------------
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
-    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    # The header only allows a submission to the browsers' preload list; submitting is a separate step.
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+if os.environ.get("SECURE_PROXY_SSL_HEADER"):
+    # Behind a TLS-terminating proxy that sets it, e.g. "HTTP_X_FORWARDED_PROTO,https".
+    _header, _, _value = os.environ["SECURE_PROXY_SSL_HEADER"].partition(",")
+    if not _value.strip():
+        raise ImproperlyConfigured('SECURE_PROXY_SSL_HEADER must look like "HTTP_X_FORWARDED_PROTO,https"')
+    SECURE_PROXY_SSL_HEADER = (_header.strip(), _value.strip())
+# Paths never redirected to HTTPS (e.g. a plain-HTTP health check): comma-separated regexes.
+SECURE_REDIRECT_EXEMPT = env_list("SECURE_REDIRECT_EXEMPT", "")
+
+# --- Request bounds --------------------------------------------------------------------------------
+# Bodies without their files (JSON, form fields); larger ones are refused with a 400.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_number("DATA_UPLOAD_MAX_MEMORY_SIZE", str(1024 * 1024), int)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = env_number("DATA_UPLOAD_MAX_NUMBER_FIELDS", "200", int)
+DATA_UPLOAD_MAX_NUMBER_FILES = env_number("DATA_UPLOAD_MAX_NUMBER_FILES", "20", int)
+# Whole request bodies, files included (413 beyond): room for ten images of the largest accepted size.
+MAX_REQUEST_BODY_BYTES = env_number(
+    "MAX_REQUEST_BODY_BYTES", str(10 * MAX_IMAGE_UPLOAD_BYTES + DATA_UPLOAD_MAX_MEMORY_SIZE), int
+)
+# JSON bodies nested deeper than this are refused before they are parsed.
+MAX_JSON_DEPTH = env_number("MAX_JSON_DEPTH", "20", int)
+# Uploaded images with more pixels than this are refused (decompression bombs, oversized scans).
+MAX_IMAGE_PIXELS = env_number("MAX_IMAGE_PIXELS", str(16_000_000), int)
+
+# --- Cache and rate limits -------------------------------------------------------------------------
+# Rate-limit counters live in the cache: with several server processes it must be shared (Redis).
+CACHE_URL = os.environ.get("CACHE_URL", "")
+if CACHE_URL:
+    if not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured(f"CACHE_URL must be a redis:// URL, got {CACHE_URL!r}")
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+RATELIMIT_ENABLE = env_bool("RATE_LIMITS_ENABLED", True)
+# The request header carrying the client address behind a proxy, e.g. HTTP_X_REAL_IP (else REMOTE_ADDR).
+RATELIMIT_IP_META_KEY = os.environ.get("RATE_LIMIT_ADDRESS_HEADER") or None
+# "<count>/<s|m|h|d>" per client address and per worker (the logged-in user, a provider page's task
+# token, or the user name tried on a login form); the views are URL names.
+RATE_LIMITS = {
+    "login": {
+        "label": "sign-in attempts",
+        "views": ["login", "admin:login"],
+        "methods": ["POST"],
+        "per_address": os.environ.get("RATE_LIMIT_LOGIN_PER_ADDRESS", "20/m"),
+        "per_worker": os.environ.get("RATE_LIMIT_LOGIN_PER_USER", "10/m"),
+    },
+    "task_request": {
+        "label": "task requests",
+        "views": ["annotation:round", "annotation-api:next", "providers:mturk-task", "providers:prolific-task"],
+        "methods": ["GET", "POST"],
+        "per_address": os.environ.get("RATE_LIMIT_TASKS_PER_ADDRESS", "600/m"),
+        "per_worker": os.environ.get("RATE_LIMIT_TASKS_PER_WORKER", "60/m"),
+    },
+    "submission": {
+        "label": "submissions",
+        "views": ["annotation-api:submit", "annotation-api:return", "providers-api:submit"],
+        "methods": ["POST"],
+        "per_address": os.environ.get("RATE_LIMIT_SUBMISSIONS_PER_ADDRESS", "600/m"),
+        "per_worker": os.environ.get("RATE_LIMIT_SUBMISSIONS_PER_WORKER", "30/m"),
+    },
+}
 
 # --- LLM -------------------------------------------------------------------------------------------
 # Any OpenAI-compatible server (OpenAI, Azure, vLLM, Ollama); see docs/llm.md. The key lives only
 # in the environment and in memory: it is never written to the database or to a log.
-def env_number(name: str, default: str, cast):
-    raw = os.environ.get(name) or default
-    try:
-        return cast(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
-
-
 LLM_BASE_URL = os.environ.get("LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL", "")
 LLM_API_KEY = os.environ.get("LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
 LLM_MODEL = os.environ.get("LLM_MODEL", "")

@@ -3,4 +3,6 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crowdbench.settings")
+# Serving: the settings refuse to load with a weak SECRET_KEY when DEBUG is off.
+os.environ["CROWDBENCH_SERVING"] = "1"
 application = get_wsgi_application()

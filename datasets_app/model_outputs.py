@@ -8,8 +8,6 @@ matched to an instance by its instruction (whitespace-normalised) and its ordere
 from __future__ import annotations
 
 import csv
-import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -23,12 +21,17 @@ from llm.steps import LLMStep, StepReport
 
 from .models import Instance, ModelOutput, Source
 from .review_generation import image_source
+from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
+
 from .file_errors import parse_csv_file
+from .image_urls import ImageURLRefused, ImportURLChecker, match_key
 from .visitbench_csv import VisitBenchFormatError
 
 PREDICTION_SUFFIX = " prediction"
 PURPOSE = "visitbench_model_output"
 MAX_TOKENS = 512
+# ModelOutput.model_name
+MAX_MODEL_NAME_LENGTH = 200
 
 
 def normalise_instruction(text: str) -> str:
@@ -104,10 +107,18 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
     for column, model in model_columns.items():
         if not model:
             raise VisitBenchFormatError(path, "a prediction column has no model name", column=column)
+        problem = text_problem(column, multiline=False)
+        if problem:
+            raise VisitBenchFormatError(path, f"the column name {problem}", column=column[:80])
+        if len(model) > MAX_MODEL_NAME_LENGTH:
+            raise VisitBenchFormatError(
+                path, f"the model name is longer than {MAX_MODEL_NAME_LENGTH} characters", column=column[:80]
+            )
     duplicates = [name for name, count in Counter(model_columns.values()).items() if count > 1]
     if duplicates:
         raise VisitBenchFormatError(path, f"model {duplicates[0]!r} has several prediction columns")
     rows = []
+    check_url = ImportURLChecker()
     for number, record in enumerate(reader, start=1):
         if None in record:
             raise VisitBenchFormatError(path, "more fields than header columns", row=number)
@@ -115,9 +126,13 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
         if instruction is None:
             raise VisitBenchFormatError(path, "missing value (row has fewer fields than the header)",
                                         row=number, column="instruction")
-        if not instruction.strip():
+        for column, value in record.items():
+            problem = text_problem(value or "")
+            if problem:
+                raise VisitBenchFormatError(path, problem, row=number, column=column)
+        if is_blank(instruction):
             raise VisitBenchFormatError(path, "empty value", row=number, column="instruction")
-        urls = _image_urls(path, number, image_column, record.get(image_column))
+        urls = _image_urls(path, number, image_column, record.get(image_column), check_url)
         predictions = {model: record[column] for column, model in model_columns.items()
                        if (record.get(column) or "").strip()}
         rows.append(PredictionRow(number, instruction, (record.get("instruction_category") or "").strip(),
@@ -127,32 +142,28 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
     return list(model_columns.values()), rows
 
 
-_URL = re.compile(r"^https?://\S+$")
-
-
-def _image_urls(path: str, row: int, column: str, raw: str | None) -> list[str]:
+def _image_urls(path: str, row: int, column: str, raw: str | None, check_url: ImportURLChecker) -> list[str]:
     if raw is None or not raw.strip():
         raise VisitBenchFormatError(path, "empty value", row=row, column=column)
     if column == "image":
         urls = [raw.strip()]
     else:
         try:
-            urls = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise VisitBenchFormatError(path, f"invalid JSON ({exc.msg} at character {exc.pos})",
-                                        row=row, column=column) from None
+            urls = parse_json(raw)
+        except HostileInput as refused:
+            raise VisitBenchFormatError(path, refused.message, row=row, column=column) from None
         if not isinstance(urls, list) or not urls or not all(isinstance(url, str) for url in urls):
             raise VisitBenchFormatError(path, "expected a non-empty JSON list of URLs", row=row, column=column)
-    for url in urls:
-        if not _URL.match(url):
-            raise VisitBenchFormatError(path, f"not an http(s) URL: {url[:80]!r}", row=row, column=column)
-    return urls
+    try:
+        return [check_url(url) for url in urls]
+    except ImageURLRefused as refused:
+        raise VisitBenchFormatError(path, str(refused), row=row, column=column) from None
 
 
 def _instance_index() -> dict[tuple[str, tuple[str, ...]], list[Instance]]:
     index: dict[tuple[str, tuple[str, ...]], list[Instance]] = defaultdict(list)
     for instance in Instance.objects.select_related("family").prefetch_related("image_links__image"):
-        key = (normalise_instruction(instance.instruction), tuple(instance_image_urls(instance)))
+        key = (normalise_instruction(instance.instruction), tuple(map(match_key, instance_image_urls(instance))))
         index[key].append(instance)
     return index
 
@@ -161,7 +172,7 @@ def match_rows(rows: list[PredictionRow]) -> tuple[list[tuple[PredictionRow, Ins
     index = _instance_index()
     matched, unmatched = [], []
     for row in rows:
-        found = index.get((normalise_instruction(row.instruction), tuple(row.image_urls)), [])
+        found = index.get((normalise_instruction(row.instruction), tuple(map(match_key, row.image_urls))), [])
         if len(found) > 1 and row.category:
             found = [instance for instance in found if instance.family.name == row.category]
         if len(found) == 1:

@@ -17,6 +17,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from .image_urls import encode_url
+
 
 class Language(models.TextChoices):
     ENGLISH = "en", _("English")
@@ -103,7 +105,7 @@ class Image(models.Model):
     @property
     def display_url(self) -> str:
         """The URL a page shows: our stored copy when we have one."""
-        return self.file.url if self.file else self.url
+        return self.file.url if self.file else encode_url(self.url)
 
 
 class FamilySeedImage(models.Model):

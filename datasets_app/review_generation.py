@@ -27,6 +27,7 @@ from llm.client import LLMClient, LLMResult, chat_request, configured_model
 from llm.services import ensure_template, render_template
 from llm.steps import Answer, LLMStep, StepReport
 
+from .image_urls import encode_url
 from .models import Image, Language, Review, ReviewSet, Source
 
 PURPOSE = "irr_review"
@@ -136,7 +137,7 @@ def ensure_review_templates() -> dict[str, tuple[str, int]]:
 
 def image_source(image: Image) -> str:
     """What the LLM layer sends: our stored file (it becomes a base64 data URL) or the image's URL."""
-    return image.file.path if image.file else image.url
+    return image.file.path if image.file else encode_url(image.url)
 
 
 @dataclass

@@ -14,14 +14,19 @@ texts in prompt-rank order).
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
+
 from .file_errors import InputFileError
+from .image_urls import ImageURLRefused, ImportURLChecker
 
 REVIEW_LEVELS = 5
 LANGUAGES = ("en", "ja")
+# Fields stored in columns of bounded length (ReviewSet.external_id, Image.license, ...).
+MAX_LENGTHS = {"item_id": 200, "category": 200, "license": 200, "creator": 300, "source_url": 1000,
+               "image_url": 1000, "image_path": 1000}
 
 
 class ReviewSetFormatError(InputFileError):
@@ -59,7 +64,8 @@ def read_review_sets(path: str | Path) -> list[ReviewSetRecord]:
         raw_rows = list(_csv_rows(name, text))
     if not raw_rows:
         raise ReviewSetFormatError(name, "the file has no records")
-    records = [_record(name, number, raw, path.parent) for number, raw in raw_rows]
+    check_url = ImportURLChecker()
+    records = [_record(name, number, raw, path.parent, check_url) for number, raw in raw_rows]
     seen: dict[tuple[str, str], int] = {}
     for record in records:
         key = (record.item_id, record.language)
@@ -88,9 +94,9 @@ def _jsonl_rows(name: str, text: str):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ReviewSetFormatError(name, f"invalid JSON ({exc.msg})", row=number) from exc
+            value = parse_json(line)
+        except HostileInput as refused:
+            raise ReviewSetFormatError(name, refused.message, row=number) from None
         if not isinstance(value, dict):
             raise ReviewSetFormatError(name, "each line must be a JSON object", row=number)
         yield number, value
@@ -98,13 +104,21 @@ def _jsonl_rows(name: str, text: str):
 
 def _text(name, number, raw, key, *, required=True) -> str:
     value = raw.get(key)
-    if value is None or (isinstance(value, str) and not value.strip()):
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem:
+            raise ReviewSetFormatError(name, problem, row=number, column=key)
+    if value is None or (isinstance(value, str) and is_blank(value)):
         if required:
             raise ReviewSetFormatError(name, "missing or empty value", row=number, column=key)
         return ""
-    if not isinstance(value, (str, int)):
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
         raise ReviewSetFormatError(name, "expected text", row=number, column=key)
-    return str(value).strip()
+    value = str(value).strip()
+    limit = MAX_LENGTHS.get(key)
+    if limit is not None and len(value) > limit:
+        raise ReviewSetFormatError(name, f"longer than {limit} characters ({len(value)} given)", row=number, column=key)
+    return value
 
 
 def _reviews(name: str, number: int, raw: dict) -> dict[int, str]:
@@ -129,13 +143,16 @@ def _reviews(name: str, number: int, raw: dict) -> dict[int, str]:
             )
         if rank in reviews:
             raise ReviewSetFormatError(name, f"prompt rank {rank} given twice", row=number, column="reviews")
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str) or is_blank(text):
             raise ReviewSetFormatError(name, f"review {rank} has no text", row=number, column="reviews")
+        problem = text_problem(text)
+        if problem:
+            raise ReviewSetFormatError(name, f"review {rank} {problem}", row=number, column="reviews")
         reviews[rank] = text.strip()
     return reviews
 
 
-def _record(name: str, number: int, raw: dict, folder: Path) -> ReviewSetRecord:
+def _record(name: str, number: int, raw: dict, folder: Path, check_url: ImportURLChecker) -> ReviewSetRecord:
     language = _text(name, number, raw, "language")
     if language not in LANGUAGES:
         raise ReviewSetFormatError(
@@ -148,8 +165,11 @@ def _record(name: str, number: int, raw: dict, folder: Path) -> ReviewSetRecord:
         raise ReviewSetFormatError(
             name, "give exactly one of image_url and image_path", row=number, column="image_url"
         )
-    if image_url and not image_url.startswith(("http://", "https://")):
-        raise ReviewSetFormatError(name, f"not an http(s) URL: {image_url[:80]!r}", row=number, column="image_url")
+    if image_url:
+        try:
+            image_url = check_url(image_url)
+        except ImageURLRefused as refused:
+            raise ReviewSetFormatError(name, str(refused), row=number, column="image_url") from None
     resolved = None
     if image_path:
         resolved = (folder / image_path).resolve()

@@ -286,15 +286,41 @@ def export_visitbench(*, handle: IO[str], schema: str) -> int:
 
 # Formats a worker may upload; the stored extension comes from what Pillow detects, not the name.
 ALLOWED_IMAGE_FORMATS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp"}
-MAX_IMAGE_PIXELS = 40_000_000
+# Animated GIF/WebP frames each count against the pixel cap; this bounds how many are decoded.
+MAX_IMAGE_FRAMES = 100
+JPEG_QUALITY = 95
+# Facts about the pixels (not about the person, the camera or the place) that a stored image may keep.
+HARMLESS_INFO = {
+    "JPEG": {"jfif", "jfif_version", "jfif_unit", "jfif_density", "dpi", "progressive", "progression",
+             "adobe", "adobe_transform"},
+    "PNG": {"dpi", "gamma", "transparency", "aspect", "srgb", "chromaticity", "interlace"},
+    "GIF": {"version", "background", "duration", "loop", "transparency"},
+    "WEBP": {"loop", "duration", "background", "timestamp"},
+}
+PNG_PIXEL_CHUNKS = {b"IHDR", b"PLTE", b"IDAT", b"IEND", b"tRNS", b"gAMA", b"cHRM", b"sRGB", b"pHYs",
+                    b"sBIT", b"bKGD", b"acTL", b"fcTL", b"fdAT"}
 
 
 class ImageValidationError(ValueError):
     pass
 
 
-def inspect_image_bytes(content: bytes) -> tuple[str, int, int]:
-    """Validate uploaded bytes as an image; returns (format, width, height)."""
+@dataclass
+class CleanImage:
+    """Image bytes as stored: validated, orientation applied, without metadata."""
+
+    content: bytes
+    format: str
+    width: int
+    height: int
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.content).hexdigest()
+
+
+def _open_checked(content: bytes):
+    """The image opened for decoding, after the size, format and pixel-cap checks."""
     from django.conf import settings
     from PIL import Image as PILImage
     from PIL import UnidentifiedImageError
@@ -307,37 +333,159 @@ def inspect_image_bytes(content: bytes) -> tuple[str, int, int]:
     try:
         with PILImage.open(io.BytesIO(content)) as probe:
             fmt, (width, height) = probe.format, probe.size
-            if width * height > MAX_IMAGE_PIXELS:
-                raise ImageValidationError(f"the image is too large ({width}×{height} pixels)")
+            frames = getattr(probe, "n_frames", 1)
+            # Checked on the header, before any pixel is decoded.
+            if width * height > settings.MAX_IMAGE_PIXELS:
+                raise ImageValidationError(
+                    f"the image is too large ({width}×{height} = {width * height / 1e6:.1f} megapixels; "
+                    f"at most {settings.MAX_IMAGE_PIXELS / 1e6:g} megapixels are accepted)"
+                )
+            if frames > MAX_IMAGE_FRAMES:
+                raise ImageValidationError(f"the animation has more than {MAX_IMAGE_FRAMES} frames")
             probe.verify()
-    except (UnidentifiedImageError, OSError, SyntaxError, PILImage.DecompressionBombError) as exc:
+        image = PILImage.open(io.BytesIO(content))
+        image.load()
+    except ImageValidationError:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, PILImage.DecompressionBombError) as exc:
         raise ImageValidationError("the file is not a readable image") from exc
     if fmt not in ALLOWED_IMAGE_FORMATS:
         allowed = ", ".join(sorted(ALLOWED_IMAGE_FORMATS))
         raise ImageValidationError(f"image format {fmt} is not accepted (use {allowed})")
+    return image
+
+
+def image_metadata(content: bytes, image) -> list[str]:
+    """What ``content`` carries besides its pixels (EXIF, GPS, XMP, ICC, comments, text chunks,
+    bytes after the end of the image); empty when there is nothing to strip."""
+    fmt = image.format
+    found = sorted(set(image.info) - HARMLESS_INFO[fmt])
+    if fmt == "GIF" and image.info.get("extension", (b"",))[0] == b"NETSCAPE2.0":
+        found.remove("extension")  # the animation's loop count, which Pillow writes itself
+    if fmt == "JPEG":
+        for marker, data in getattr(image, "applist", []):
+            if not ((marker == "APP0" and data.startswith(b"JFIF")) or (marker == "APP14" and data.startswith(b"Adobe"))):
+                found.append(marker)
+        if not content.rstrip(b"\0").endswith(b"\xff\xd9"):
+            found.append("data after the image")
+    elif fmt == "PNG":
+        found += [chunk for chunk in _png_chunks(content) if chunk not in PNG_PIXEL_CHUNKS]
+    elif fmt == "GIF" and not content.endswith(b";"):
+        found.append("data after the image")
+    elif fmt == "WEBP" and int.from_bytes(content[4:8], "little") + 8 != len(content):
+        found.append("data after the image")
+    return [str(item) for item in found]
+
+
+def _png_chunks(content: bytes) -> list:
+    chunks, offset = [], 8
+    while offset + 8 <= len(content):
+        length = int.from_bytes(content[offset:offset + 4], "big")
+        kind = content[offset + 4:offset + 8]
+        chunks.append(kind)
+        offset += 12 + length
+        if kind == b"IEND":
+            break
+    if offset != len(content):
+        chunks.append("data after the image")
+    return chunks
+
+
+def clean_image_bytes(content: bytes) -> CleanImage:
+    """Validate image bytes and return them without metadata, orientation applied.
+
+    An image that carries nothing but pixels keeps its bytes (no re-encoding loss), so cleaning is
+    idempotent: cleaned bytes cleaned again are the same bytes. Others are re-encoded in their own
+    format with Pillow, with colours converted to sRGB when they had an ICC profile.
+    """
+    image = _open_checked(content)
+    with image:
+        fmt = image.format
+        if not image_metadata(content, image):
+            return CleanImage(content=content, format=fmt, width=image.width, height=image.height)
+        try:
+            encoded, width, height = _reencode(image, fmt)
+        except (OSError, ValueError) as exc:
+            raise ImageValidationError("the image could not be re-encoded without its metadata") from exc
+    return CleanImage(content=encoded, format=fmt, width=width, height=height)
+
+
+def _reencode(image, fmt: str) -> tuple[bytes, int, int]:
+    from PIL import ImageOps, ImageSequence
+
+    animated = getattr(image, "is_animated", False) and fmt in ("GIF", "WEBP")
+    duration, loop = image.info.get("duration"), image.info.get("loop", 0)
+    transparency = image.info.get("transparency")
+    if animated:
+        frames = [frame.copy() for frame in ImageSequence.Iterator(image)]
+    else:
+        frames = [_to_srgb(ImageOps.exif_transpose(image))]
+    for frame in frames:
+        frame.info = {}  # Pillow writes EXIF, ICC, XMP and comments it finds here
+    first = frames[0]
+    options: dict = {}
+    if fmt == "JPEG":
+        if first.mode not in ("RGB", "L", "CMYK"):
+            first = first.convert("RGB")
+        options = {"quality": JPEG_QUALITY}
+    elif fmt == "WEBP":
+        options = {"quality": JPEG_QUALITY}
+    if transparency is not None and fmt in ("PNG", "GIF") and first.mode in ("P", "L", "RGB"):
+        options["transparency"] = transparency
+    if animated:
+        options.update(save_all=True, append_images=frames[1:], loop=loop)
+        if duration is not None:
+            options["duration"] = duration
+    out = io.BytesIO()
+    first.save(out, format=fmt, **options)
+    return out.getvalue(), first.width, first.height
+
+
+def _to_srgb(image):
+    """Colours of an image with an embedded ICC profile, converted to sRGB (the profile then goes)."""
+    icc = image.info.get("icc_profile")
+    if not icc or image.mode not in ("RGB", "RGBA", "L"):
+        return image
+    try:
+        from PIL import ImageCms
+
+        source = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+        return ImageCms.profileToProfile(image, source, ImageCms.createProfile("sRGB")) or image
+    except (OSError, ValueError, ImageCms.PyCMSError):
+        return image
+
+
+def inspect_image_bytes(content: bytes) -> tuple[str, int, int]:
+    """Validate bytes as an image; returns (format, width, height) as it would be stored."""
+    with _open_checked(content) as image:
+        fmt, width, height = image.format, image.width, image.height
+        orientation = image.getexif().get(0x0112, 1) if fmt in ("JPEG", "WEBP", "PNG") else 1
+    if orientation in (5, 6, 7, 8):  # stored rotated by a quarter turn
+        width, height = height, width
     return fmt, width, height
 
 
 def store_image(
     *, content: bytes, license: str, creator: str = "", source_url: str = "", category: str = ""
 ) -> Image:
-    """Validate and store an image file; the same bytes are stored once (matched by SHA-256)."""
-    fmt, width, height = inspect_image_bytes(content)
-    digest = hashlib.sha256(content).hexdigest()
+    """Validate and store an image file without its metadata; the same stored bytes are kept once
+    (matched by the SHA-256 of the stored bytes, which is what the image records)."""
+    clean = clean_image_bytes(content)
+    digest = clean.sha256
     existing = Image.objects.filter(sha256=digest).exclude(file="").first()
     if existing is not None:
         return existing
     image = Image(
         sha256=digest,
-        size_bytes=len(content),
-        width=width,
-        height=height,
+        size_bytes=len(clean.content),
+        width=clean.width,
+        height=clean.height,
         license=license,
         creator=creator,
         source_url=source_url,
         category=category,
     )
-    image.file.save(f"{digest[:16]}.{ALLOWED_IMAGE_FORMATS[fmt]}", ContentFile(content), save=False)
+    image.file.save(f"{digest[:16]}.{ALLOWED_IMAGE_FORMATS[clean.format]}", ContentFile(clean.content), save=False)
     image.full_clean()
     image.save()
     return image
@@ -372,7 +520,7 @@ def import_review_sets_file(*, path: str | Path, project=None) -> ReviewImportRe
         if record.image_path is not None:
             content = record.image_path.read_bytes()
             try:
-                inspect_image_bytes(content)
+                content = clean_image_bytes(content).content
             except ImageValidationError as exc:
                 raise ReviewSetFormatError(path, str(exc), row=record.row_number, column="image_path") from exc
             image_bytes[record.row_number] = content

@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
+from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
+
 from .file_errors import InputFileError, parse_csv_file
+from .image_urls import ImageURLRefused, ImportURLChecker
 
 SINGLE_IMAGE_COLUMNS = [
     "image_url",
@@ -45,6 +48,9 @@ MULTI_IMAGE_COLUMNS = [
 DENSE_CAPTION_SLOTS = 10
 PUBLISHED_CANDIDATE_MODEL = "gpt-4"
 PUBLISHED_AUTOMATIC_CAPTION_MODEL = "blip2"
+
+# Columns stored in fields of bounded length: the family name (InstructionFamily.name).
+COLUMN_MAX_LENGTHS = {"instruction_category": 200}
 
 SINGLE_IMAGE = "single_image"
 MULTI_IMAGE = "multi_image"
@@ -110,10 +116,11 @@ def _read(path: str, handle: IO[str]) -> tuple[str, list[VisitBenchRow]]:
     schema = detect_schema(path, list(reader.fieldnames))
     parse = _parse_multi_image_row if schema == MULTI_IMAGE else _parse_single_image_row
     rows = []
+    check_url = ImportURLChecker()
     for number, record in enumerate(reader, start=1):
         if None in record:
             raise VisitBenchFormatError(path, "more fields than header columns", row=number)
-        rows.append(parse(_Cells(path, number, record)))
+        rows.append(parse(_Cells(path, number, record, check_url)))
     if not rows:
         raise VisitBenchFormatError(path, "the file has a header but no data rows")
     return schema, rows
@@ -122,8 +129,8 @@ def _read(path: str, handle: IO[str]) -> tuple[str, list[VisitBenchRow]]:
 class _Cells:
     """Typed access to the cells of one row, raising errors that name row and column."""
 
-    def __init__(self, path: str, row: int, record: dict[str, str | None]):
-        self.path, self.row, self.record = path, row, record
+    def __init__(self, path: str, row: int, record: dict[str, str | None], check_url: ImportURLChecker):
+        self.path, self.row, self.record, self.check_url = path, row, record, check_url
 
     def error(self, column: str, message: str) -> VisitBenchFormatError:
         return VisitBenchFormatError(self.path, message, row=self.row, column=column)
@@ -132,15 +139,22 @@ class _Cells:
         value = self.record.get(column)
         if value is None:
             raise self.error(column, "missing value (row has fewer fields than the header)")
-        if required and not value.strip():
+        problem = text_problem(value)
+        if problem:
+            raise self.error(column, problem)
+        if required and is_blank(value):
             raise self.error(column, "empty value")
+        limit = COLUMN_MAX_LENGTHS.get(column)
+        if limit is not None and len(value.strip()) > limit:
+            raise self.error(column, f"longer than {limit} characters ({len(value.strip())} given)")
         return value
 
     def url(self, column: str, value: str | None = None) -> str:
         value = self.text(column) if value is None else value
-        if not value.startswith(("http://", "https://")) or any(ch in value for ch in "\n\r\t"):
-            raise self.error(column, f"not an http(s) URL: {value[:80]!r}")
-        return value
+        try:
+            return self.check_url(value)
+        except ImageURLRefused as refused:
+            raise self.error(column, str(refused)) from None
 
     def boolean(self, column: str) -> bool:
         value = self.text(column).strip()
@@ -153,9 +167,9 @@ class _Cells:
     def json_value(self, column: str):
         raw = self.text(column)
         try:
-            return json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise self.error(column, f"invalid JSON ({exc.msg} at character {exc.pos})") from exc
+            return parse_json(raw, allow_nan=True)  # NaN marks missing captions in the published file
+        except HostileInput as refused:
+            raise self.error(column, refused.message) from None
 
     def string_list(self, column: str, *, allow_nan: bool = False) -> list[str | None]:
         value = self.json_value(column)

@@ -41,3 +41,26 @@ def smollm2():
     from evaluation.rankers.local_perplexity import LocalPerplexityRanker
 
     return LocalPerplexityRanker.smollm2(batch_size=4)
+
+
+# A public address (example.org's) that every host name resolves to in tests, which have no DNS.
+PUBLIC_TEST_ADDRESS = "93.184.215.14"
+
+
+@pytest.fixture(autouse=True)
+def offline_dns(monkeypatch):
+    """Image URLs are checked by resolving their host; tests resolve every name to a public address.
+
+    Tests of the URL rule replace this with their own table (``monkeypatch.setattr`` again).
+    """
+    monkeypatch.setattr("datasets_app.image_urls.resolve_host", lambda host, port: [PUBLIC_TEST_ADDRESS])
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_limits():
+    """Rate-limit counters live in the cache; each test starts with none."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()

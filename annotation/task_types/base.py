@@ -10,6 +10,9 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.files.base import File
 from django.utils.translation import gettext as _
 
+from crowdbench.input_checks import strict_int
+from crowdbench.text_input import clean_text as clean_input_text
+
 if TYPE_CHECKING:
     from ..models import Assignment, CollectionRound, WorkItem
 
@@ -172,19 +175,46 @@ def split_uploads(data: Any, files: Any) -> tuple[dict, Any]:
 
 
 class TextField(forms.CharField):
-    """A stripped text that must really be text (a JSON number or object is refused, not stringified)."""
+    """A stripped text that must really be text (a JSON number or object is refused, not stringified).
+
+    The one text check (``crowdbench.text_input``) refuses control characters and lone surrogates,
+    and text made only of invisible characters counts as empty.
+    """
 
     def to_python(self, value):
         if value not in self.empty_values and not isinstance(value, str):
             raise ValidationError(_("This must be text."), code="invalid")
-        return super().to_python(value)
+        value = super().to_python(value)
+        if value:
+            # Length is the CharField's own validator; here only the characters are checked.
+            value = clean_input_text(value, label=str(self.label or _("This text")), max_length=len(value),
+                                     required=False)
+        return value
+
+
+class StrictIntegerField(forms.IntegerField):
+    """An integer id: JSON must carry a real integer (3.9, "3" and true are refused); a form post can
+    only carry text, so there plain digits are accepted (``allow_digit_strings``, set per request)."""
+
+    allow_digit_strings = True
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        number = strict_int(value, allow_digit_strings=self.allow_digit_strings)
+        if number is None:
+            raise ValidationError(self.error_messages["invalid"], code="invalid")
+        return number
 
 
 class ListWidget(forms.Widget):
     """Reads a list from a form (repeated keys) or from JSON (a list value)."""
 
+    from_form = True
+
     def value_from_datadict(self, data, files, name):
-        if hasattr(data, "getlist"):
+        self.from_form = hasattr(data, "getlist")
+        if self.from_form:
             return data.getlist(name)
         return data.get(name)
 
@@ -206,6 +236,8 @@ class ListField(forms.Field):
             raise ValidationError(self.error_messages.get("invalid_list", _("This must be a list.")), code="invalid")
         if not value and self.required:
             raise ValidationError(self.error_messages["required"], code="required")
+        if isinstance(self.base_field, StrictIntegerField):
+            self.base_field.allow_digit_strings = self.widget.from_form
         cleaned, errors = [], []
         for number, element in enumerate(value, start=1):
             try:
@@ -246,6 +278,11 @@ class StrictBooleanField(forms.Field):
 # --- views shared by the task types' contexts -------------------------------------------------
 
 
+def clean_text(data: Any, name: str, *, label: str, max_length: int = 5000, required: bool = True) -> str:
+    """A stripped text field; ``label`` is the already translated field name for messages."""
+    return clean_input_text(data.get(name, ""), label=label, max_length=max_length, required=required)
+
+
 def image_view(image) -> dict:
     return {"url": image.display_url, "license": image.license, "creator": image.creator,
             "source_url": image.source_url}
@@ -279,20 +316,3 @@ def gold_choice(*, rng: random.Random, accuracy: float, choices: list, expected:
     if rng.random() < accuracy:
         return expected
     return rng.choice([choice for choice in choices if choice != expected])
-
-
-def clean_text(data: Any, name: str, *, label: str, max_length: int = 5000, required: bool = True) -> str:
-    """A stripped text value of ``data[name]``; ``label`` is the already translated name for messages."""
-    value = data.get(name, "")
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise ValidationError(_("%(field)s must be text.") % {"field": label})
-    value = value.strip()
-    if required and not value:
-        raise ValidationError(_("%(field)s is empty.") % {"field": label})
-    if len(value) > max_length:
-        raise ValidationError(
-            _("%(field)s is longer than %(limit)d characters.") % {"field": label, "limit": max_length}
-        )
-    return value

@@ -18,7 +18,8 @@ from PIL import ImageDraw
 
 from datasets_app import instance_status
 from datasets_app.models import Image, Instance, InstanceImage, InstructionFamily, Source
-from datasets_app.services import ImageValidationError, inspect_image_bytes, store_image
+from datasets_app.image_urls import validate_submitted_image_url
+from datasets_app.services import ImageValidationError, clean_image_bytes, inspect_image_bytes, store_image
 
 from .base import TaskType, TextField, clean_text, image_view
 
@@ -224,11 +225,11 @@ class InstructionGeneration(TaskType):
 
 def _simulated_png(rng, *, name: str) -> SimpleUploadedFile:
     """A small PNG of random colour blocks, different on every call, so content keys never collide."""
-    picture = PILImage.new("RGB", (64, 48), tuple(rng.randrange(256) for _ in range(3)))
+    picture = PILImage.new("RGB", (64, 48), tuple(rng.randrange(256) for _channel in range(3)))
     draw = ImageDraw.Draw(picture)
-    for _ in range(4):
+    for _block in range(4):
         x, y = rng.randrange(56), rng.randrange(40)
-        draw.rectangle([x, y, x + 8, y + 8], fill=tuple(rng.randrange(256) for _ in range(3)))
+        draw.rectangle([x, y, x + 8, y + 8], fill=tuple(rng.randrange(256) for _channel in range(3)))
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG")
     return SimpleUploadedFile(name, buffer.getvalue(), content_type="image/png")
@@ -282,14 +283,14 @@ def _validate_image(row: dict) -> tuple[dict, bytes | None]:
         raise ValidationError(_("Upload an image file or give an image URL (exactly one of them)."))
     entry = {"license": license_name, "creator": creator, "source_url": source_url}
     if image_url:
-        entry["image_url"] = _clean_url(image_url, label=_("The image URL"))
+        entry["image_url"] = validate_submitted_image_url(image_url, label=_("The image URL"))
         return entry, None
     if upload.size > settings.MAX_IMAGE_UPLOAD_BYTES:
         raise ValidationError(
             _("The image file is larger than %(mb)g MB.") % {"mb": settings.MAX_IMAGE_UPLOAD_BYTES / 2**20}
         )
-    content = upload.read()
     try:
+        content = clean_image_bytes(upload.read()).content  # stored as cleaned: no EXIF, GPS, ICC
         fmt, width, height = inspect_image_bytes(content)
     except ImageValidationError as exc:
         raise ValidationError(_("The image was refused: %(reason)s.") % {"reason": exc}) from None

@@ -8,12 +8,12 @@ from django.utils.translation import gettext_lazy
 
 from datasets_app.models import ReviewSet
 
-from .base import ListField, TaskType, image_view
+from .base import ListField, StrictIntegerField, TaskType, image_view
 
 
 class RankingForm(forms.Form):
     order = ListField(
-        base_field=forms.IntegerField(min_value=1, error_messages={"invalid": gettext_lazy("not a review id")}),
+        base_field=StrictIntegerField(min_value=1, error_messages={"invalid": gettext_lazy("not a review id")}),
         item_label=gettext_lazy("Place %(n)d"),
         error_messages={
             "required": gettext_lazy("The ranking is missing: send the review ids in order, best first."),
