@@ -17,13 +17,14 @@ def _validation_message(error: ValidationError) -> str:
 @transaction.atomic
 def create_project(*, name: str, slug: str, owner, description: str = "") -> Project:
     """A new project with ``owner`` as its first owner; its pseudonym secret is generated here."""
-    if Project.objects.filter(slug=slug).exists():
-        raise ProjectConflict(f"A project with slug '{slug}' exists.")
     project = Project(name=name, slug=slug, description=description, created_by=owner)
     try:
-        project.full_clean()
+        # Fields first: a slug that is not one (control characters included) never reaches a query.
+        project.full_clean(validate_unique=False)
     except ValidationError as error:
         raise ProjectError(_validation_message(error)) from None
+    if Project.objects.filter(slug=slug).exists():
+        raise ProjectConflict(f"A project with slug '{slug}' exists.")
     try:
         with transaction.atomic():
             project.save()
