@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from . import selectors, services
 from .models import Assignment, CollectionRound
 from .permissions import IsLocalWorker
+from .task_types import worker_answers
 
 
 class AssignmentSerializer(serializers.ModelSerializer):
@@ -21,13 +22,18 @@ class AssignmentSerializer(serializers.ModelSerializer):
     seconds_left = serializers.SerializerMethodField()
     task = serializers.SerializerMethodField()
     submit_url = serializers.SerializerMethodField()
+    payload = serializers.SerializerMethodField()
 
     class Meta:
         model = Assignment
         fields = [
             "id", "round", "task_type", "status", "review_status", "accepted_at", "expires_at",
-            "submitted_at", "seconds_left", "payload", "result", "task", "submit_url",
+            "submitted_at", "seconds_left", "payload", "task", "submit_url",
         ]
+
+    def get_payload(self, assignment) -> dict | None:
+        # The worker's own answers as their page gave them; the item-terms ``result`` is never sent.
+        return worker_answers(assignment)
 
     def get_seconds_left(self, assignment) -> int:
         return selectors.seconds_left(assignment)
@@ -73,13 +79,16 @@ class SubmitView(CrowdWorkAPIView):
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     def post(self, request, assignment_id: int):
+        worker = self.worker(request)
+        # Only the worker's own assignment picks the language: another's would answer differently from an
+        # unknown id and so tell that it exists.
         language = (
-            Assignment.objects.filter(pk=assignment_id).values_list("round__language", flat=True).first()
-            or translation.get_language()
+            Assignment.objects.filter(pk=assignment_id, worker=worker).values_list("round__language", flat=True)
+            .first() or translation.get_language()
         )
         with translation.override(language):
             outcome = services.submit_assignment(
-                assignment_id=assignment_id, worker=self.worker(request), data=request.data, files=request.FILES
+                assignment_id=assignment_id, worker=worker, data=request.data, files=request.FILES
             )
             assignment = outcome.assignment
             return Response(
@@ -87,8 +96,7 @@ class SubmitView(CrowdWorkAPIView):
                     "assignment": assignment.pk,
                     "status": assignment.status,
                     "review_status": assignment.review_status,
-                    "payload": assignment.payload,
-                    "result": assignment.result,
+                    "payload": worker_answers(assignment),
                     "stored": outcome.created,
                     "next_url": reverse("annotation:round", args=[assignment.round_id]),
                 },

@@ -55,12 +55,12 @@ class NotQualified(CrowdWorkError):
     status_code = 403
 
 
-class NotYourAssignment(CrowdWorkError):
-    status_code = 403
-
-
 class AssignmentNotFound(CrowdWorkError):
     status_code = 404
+
+
+class NotYourAssignment(AssignmentNotFound):
+    """Answered exactly like an unknown id, so probing ids tells a worker nothing about others' work."""
 
 
 class RoundNotOpen(CrowdWorkError):
@@ -463,7 +463,7 @@ def _locked_assignment_of(*, assignment_id: Any, worker: Worker) -> Assignment:
     if assignment is None:
         raise AssignmentNotFound(_("Unknown assignment."))
     if assignment.worker_id != worker.pk:
-        raise NotYourAssignment(_("This assignment belongs to another worker."))
+        raise NotYourAssignment(_("Unknown assignment."))
     return assignment
 
 

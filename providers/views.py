@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from annotation import selectors
 from annotation import services as crowd
+from annotation.task_types import worker_answers
 
 from .registry import get_provider
 from .worker_access import assignment_for_token, task_token
@@ -55,6 +56,6 @@ class ProviderSubmitView(APIView):
             outcome = crowd.submit_assignment(
                 assignment_id=assignment.pk, worker=worker, data=request.data, files=request.FILES)
         body = {"assignment": assignment.pk, "status": outcome.assignment.status,
-                "payload": outcome.assignment.payload, "stored": outcome.created,
+                "payload": worker_answers(outcome.assignment), "stored": outcome.created,
                 **get_provider(worker.provider).after_submit(assignment=outcome.assignment)}
         return Response(body, status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK)

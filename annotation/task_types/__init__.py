@@ -60,3 +60,11 @@ def task_type_choices() -> list[tuple[str, str]]:
 def task_types_yielding(kind: str) -> list[TaskType]:
     """The types whose judgments feed the evaluation read ``kind`` ("battles", "rankings")."""
     return [task_type for task_type in REGISTRY.values() if task_type.yields == kind]
+
+
+def worker_answers(assignment) -> dict | None:
+    """What a worker is told back about their submission: their answers in the terms their page used
+    (the task type's ``answers``); None before they submit. The one place worker responses get it."""
+    if assignment.payload is None:
+        return None
+    return get_task_type(assignment.round.task_type).answers(assignment)

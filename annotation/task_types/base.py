@@ -115,6 +115,11 @@ class TaskType:
         """The stored payload in item terms (e.g. winner "a"/"b"); gold items are checked on this."""
         return {}
 
+    def answers(self, assignment: Assignment) -> dict:
+        """The stored submission in the terms the worker's page used (shown ids, left/right): what a
+        worker is told back after submitting. Never ``result``, which names item sides and targets."""
+        return dict(assignment.payload or {})
+
     def apply(self, assignment: Assignment, *, uploads: dict) -> None:
         """Effects on the benchmark data of an accepted submission."""
 
@@ -291,7 +296,6 @@ def image_view(image) -> dict:
 def instance_view(instance) -> dict:
     """The instance as pages show it: instruction, family and ordered images."""
     return {
-        "id": instance.pk,
         "instruction": instance.instruction,
         "family": instance.family.name,
         "images": [image_view(image) for image in instance.ordered_images()],

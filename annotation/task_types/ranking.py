@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.crypto import salted_hmac
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -22,9 +23,11 @@ class RankingForm(forms.Form):
         },
     )
 
-    def __init__(self, *args, expected_ids: list[int], **kwargs):
+    def __init__(self, *args, expected_ids: list[int], review_of: dict[int, int] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.expected_ids = set(expected_ids)
+        # Shown id -> review id: the page's ids are translated back so the payload stays in review ids.
+        self.review_of = review_of
 
     def clean_order(self):
         order = self.cleaned_data["order"]
@@ -32,7 +35,40 @@ class RankingForm(forms.Form):
             raise ValidationError(
                 _("The ranking must contain each of the %(n)d reviews exactly once.") % {"n": len(self.expected_ids)}
             )
+        if self.review_of is not None:
+            order = [self.review_of[shown] for shown in order]
         return order
+
+
+# Shown review ids are below 2**48 so a browser's JavaScript numbers hold them exactly.
+SHOWN_ID_BITS = 48
+
+
+def shown_review_ids(assignment) -> dict[int, int]:
+    """Review id -> the id this assignment's page shows for it.
+
+    A keyed hash of (assignment, review): stable for the assignment without storing anything, unrelated
+    across assignments, and in no relation to the review ids (which follow the prompt rank), so sorting
+    the shown ids says nothing about the expected order.
+    """
+    shown = {}
+    for review_id in assignment.presentation["review_order"]:
+        counter = 0
+        while True:
+            digest = salted_hmac("annotation.ranking.shown-review-id",
+                                 f"{assignment.pk}:{review_id}:{counter}").digest()
+            value = int.from_bytes(digest[:SHOWN_ID_BITS // 8], "big") or 1
+            if value not in shown.values():
+                break
+            counter += 1  # a collision within one set is astronomically rare; draw again if it happens
+        shown[review_id] = value
+    return shown
+
+
+def shown_order(assignment, review_ids: list[int]) -> list[int]:
+    """``review_ids`` as this assignment's page names them: what a client posts to rank in that order."""
+    shown = shown_review_ids(assignment)
+    return [shown[review_id] for review_id in review_ids]
 
 
 class RankingTask(TaskType):
@@ -70,22 +106,27 @@ class RankingTask(TaskType):
     def context(self, assignment):
         review_set = assignment.item.review_set
         texts = dict(review_set.reviews.values_list("pk", "text"))
+        shown = shown_review_ids(assignment)
         return {
             "image": image_view(review_set.image),
             "category": review_set.category,
-            "reviews": [{"id": pk, "text": texts[pk]} for pk in assignment.presentation["review_order"]],
+            "reviews": [{"id": shown[pk], "text": texts[pk]} for pk in assignment.presentation["review_order"]],
         }
 
     def form_kwargs(self, assignment):
-        return {"expected_ids": assignment.presentation["review_order"]}
+        shown = shown_review_ids(assignment)
+        return {"expected_ids": list(shown.values()), "review_of": {value: pk for pk, value in shown.items()}}
 
     def result(self, assignment):
         return {"ranks": {str(review_id): rank for rank, review_id in enumerate(assignment.payload["order"], 1)}}
 
+    def answers(self, assignment):
+        return {"order": shown_order(assignment, assignment.payload["order"])}
+
     def simulate(self, *, assignment, rng, accuracy):
-        order = list(assignment.presentation["review_order"])
-        rng.shuffle(order)
-        return {"order": order}
+        shown = list(shown_review_ids(assignment).values())
+        rng.shuffle(shown)
+        return {"order": shown}
 
     def judgment_queryset(self, assignments):
         return assignments.select_related("item__review_set").prefetch_related("item__review_set__reviews")

@@ -120,9 +120,13 @@ def test_unknown_foreign_and_closed_round_submissions():
     mine = next_task(owner, round).json()["assignment"]["id"]
     next_task(other, round)
     before = _state()
-    assert submit(owner, 987654, {"outcome": "correct"}).status_code == 404
+    unknown = submit(owner, 987654, {"outcome": "correct"})
     foreign = submit(other, mine, {"outcome": "correct"})
-    assert foreign.status_code == 403 and "another worker" in foreign.json()["detail"]
+    # Someone else's assignment is answered exactly like one that does not exist.
+    assert unknown.status_code == foreign.status_code == 404
+    assert unknown.json() == foreign.json() == {"detail": "Unknown assignment."}
+    assert client_for(make_worker_user()).post(
+        reverse("annotation-api:return", args=[mine])).json() == foreign.json()
     services.close_round(round=round)
     closed = submit(owner, mine, {"outcome": "correct"})
     assert closed.status_code == 409 and "closed" in closed.json()["detail"]
@@ -171,7 +175,7 @@ def test_multi_image_submission_with_two_uploads():
     data = {"instruction": "What changed?", **rows(png_bytes("blue", size=(21, 11)), png_bytes("red", size=(22, 12)))}
     response = submit(client, assignment_id, data, fmt="multipart")
     assert response.status_code == 201, response.content
-    instance = Instance.objects.get(pk=response.json()["result"]["instance_id"])
+    instance = Instance.objects.get(pk=Assignment.objects.get(pk=assignment_id).result["instance_id"])
     assert [(image.width, image.height) for image in instance.ordered_images()] == [(21, 11), (22, 12)]
     again = {"instruction": "What changed?", **rows(png_bytes("blue", size=(21, 11)), png_bytes("red", size=(22, 12)))}
     repeat = submit(client, assignment_id, again, fmt="multipart")
@@ -185,7 +189,7 @@ def test_multi_image_submission_mixing_a_url_and_an_upload():
     data = {"instruction": "Before or after?", **rows("https://x.org/before.jpg", png_bytes("green", size=(23, 13)))}
     response = submit(client, assignment_id, data, fmt="multipart")
     assert response.status_code == 201, response.content
-    first, second = Instance.objects.get(pk=response.json()["result"]["instance_id"]).ordered_images()
+    first, second = Instance.objects.get(pk=Assignment.objects.get(pk=assignment_id).result["instance_id"]).ordered_images()
     assert first.url == "https://x.org/before.jpg"
     assert (second.url, second.width) == ("", 23)
 

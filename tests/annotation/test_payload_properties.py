@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from annotation.task_types import REGISTRY
+from annotation.task_types.ranking import shown_review_ids
 
 REVIEW_IDS = [11, 12, 13, 14, 15]
 ranking = REGISTRY["ranking"]
@@ -14,18 +15,30 @@ pairwise = REGISTRY["pairwise"]
 
 
 def ranking_assignment():
-    return SimpleNamespace(presentation={"review_order": list(REVIEW_IDS)})
+    return SimpleNamespace(pk=7, presentation={"review_order": list(REVIEW_IDS)})
+
+
+SHOWN = shown_review_ids(ranking_assignment())
 
 
 @given(st.lists(st.sampled_from(REVIEW_IDS + [0, 16, 99]), max_size=8))
 def test_a_ranking_is_accepted_exactly_when_it_is_a_permutation(order):
     is_permutation = sorted(order) == sorted(REVIEW_IDS)
+    # The page posts shown ids; 0, 16 and 99 stand for ids this page never showed.
+    posted = [SHOWN.get(review_id, review_id) for review_id in order]
     try:
-        payload = ranking.validate(assignment=ranking_assignment(), data={"order": order}, files={})
+        payload = ranking.validate(assignment=ranking_assignment(), data={"order": posted}, files={})
     except ValidationError:
         assert not is_permutation
     else:
         assert is_permutation and payload == {"order": order}
+
+
+def test_the_page_review_ids_do_not_follow_the_review_ids():
+    assert set(SHOWN.values()).isdisjoint(REVIEW_IDS)
+    assert sorted(REVIEW_IDS) == sorted(SHOWN) and len(set(SHOWN.values())) == len(REVIEW_IDS)
+    other = shown_review_ids(SimpleNamespace(pk=8, presentation={"review_order": list(REVIEW_IDS)}))
+    assert set(other.values()).isdisjoint(SHOWN.values())  # another assignment, other ids
 
 
 @given(st.permutations(REVIEW_IDS))

@@ -7,6 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from annotation import selectors, services
 from annotation.models import Assignment
 from annotation.task_types import REGISTRY
+from annotation.task_types.ranking import shown_order
 from datasets_app.models import AcceptedReference, Caption, Image, Instance, Source, Verification
 
 from .factories import (
@@ -321,7 +322,7 @@ def test_unknown_and_foreign_assignments_are_refused():
     owner, assignment = take(round)
     with pytest.raises(services.AssignmentNotFound):
         services.submit_assignment(assignment_id=999999, worker=owner, data={"outcome": "correct"})
-    with pytest.raises(services.NotYourAssignment):
+    with pytest.raises(services.AssignmentNotFound, match="^Unknown assignment.$"):
         services.submit_assignment(assignment_id=assignment.pk, worker=make_worker(), data={"outcome": "correct"})
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.ASSIGNED
@@ -429,7 +430,8 @@ def test_ranking_stores_a_permutation_and_reads_back_long_format():
     for _ in range(3):
         worker, assignment = take(round)
         assert sorted(assignment.presentation["review_order"]) == review_ids
-        submit(worker, assignment, {"order": review_ids})
+        submit(worker, assignment, {"order": shown_order(assignment, review_ids)})
+        assert Assignment.objects.get(pk=assignment.pk).payload == {"order": review_ids}
     frame = selectors.ranking_judgments(round)
     assert len(frame) == 15
     assert set(frame["item_id"]) == {review_set.pk}
@@ -453,7 +455,7 @@ def test_ranking_refuses_anything_but_a_permutation(order_of, message):
     review_set = make_review_set()
     round = make_round(task_type="ranking", targets=[review_set])
     worker, assignment = take(round)
-    ids = sorted(review_set.reviews.values_list("pk", flat=True))
+    ids = shown_order(assignment, sorted(review_set.reviews.values_list("pk", flat=True)))
     with pytest.raises(services.InvalidSubmission, match=message):
         submit(worker, assignment, {"order": order_of(ids)})
     assignment.refresh_from_db()

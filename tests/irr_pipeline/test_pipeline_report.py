@@ -16,6 +16,7 @@ from scipy.stats import spearmanr
 from annotation import services as crowd_work
 from annotation.models import Worker
 from annotation.selectors import ranking_judgments
+from annotation.task_types.ranking import shown_order
 from datasets_app.models import Review, ReviewSet
 from evaluation.core import irr
 from evaluation.models import RankerKind, ReviewScore
@@ -76,7 +77,7 @@ def ranking_round(review_set: ReviewSet, orders: dict[str, list[int]]):
         worker = Worker.objects.create(provider="prolific", external_id=external_id)
         assignment = crowd_work.request_assignment(round=round, worker=worker)
         crowd_work.submit_assignment(assignment_id=assignment.pk, worker=worker,
-                                data={"order": [review_of[rank] for rank in order]})
+                                data={"order": shown_order(assignment, [review_of[rank] for rank in order])})
     return round
 
 

@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 
 from annotation import services
 from annotation.models import Worker
+from annotation.task_types.ranking import shown_order
 from datasets_app.models import Image, Instance, InstanceImage
 from projects.errors import ReleaseError, ReleaseExists
 from projects.models import Release
@@ -66,7 +67,8 @@ def crowd_project(owner, *, slug="crowd"):
         for worker in workers[:3]:
             assignment = services.request_assignment(round=ranking, worker=worker)
             order = sorted(assignment.presentation["review_order"])  # prompt-rank order: full agreement
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"order": order})
+            services.submit_assignment(assignment_id=assignment.pk, worker=worker,
+                                       data={"order": shown_order(assignment, order)})
     return project, instances, restricted, workers
 
 

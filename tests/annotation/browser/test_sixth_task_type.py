@@ -111,7 +111,9 @@ def test_the_worker_api_takes_the_sixth_type(clarity, client):
     assert refused.status_code == 400
     assert set(refused.json()["errors"]) == {"clear"} and refused.json()["detail"]
     stored = client.post(assignment["submit_url"], {"clear": "no"}, content_type="application/json")
-    assert stored.status_code == 201 and stored.json()["result"] == {"clear": False}
+    assert stored.status_code == 201 and "result" not in stored.json()
+    assert stored.json()["payload"] == {"clear": "no"}  # as the worker gave it
+    assert Assignment.objects.get(pk=assignment["id"]).result == {"clear": False}
 
 
 @pytest.mark.browser
