@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from annotation.task_types import REGISTRY
 
 REVIEW_IDS = [11, 12, 13, 14, 15]
-ranking = REGISTRY["ranking"]
-pairwise = REGISTRY["pairwise"]
+ranking = REGISTRY.get("ranking")
+pairwise = REGISTRY.get("pairwise")
 
 
 def ranking_assignment():

@@ -61,7 +61,7 @@ def test_a_simulated_instruction_generation_answer_is_a_valid_upload():
     round = make_round(task_type="instruction_generation", targets=[family])
     worker = make_worker()
     assignment = services.request_assignment(round=round, worker=worker)
-    answers = REGISTRY["instruction_generation"].simulate(assignment=assignment, rng=Random(2), accuracy=1.0)
+    answers = REGISTRY.get("instruction_generation").simulate(assignment=assignment, rng=Random(2), accuracy=1.0)
     outcome = services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=answers)
     instance = Instance.objects.get(pk=outcome.assignment.result["instance_id"])
     images = instance.ordered_images()
