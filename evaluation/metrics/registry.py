@@ -1,5 +1,8 @@
-"""Text metrics by the name the command line and reports use: the one place that lists them."""
+"""Text metrics by the name the command line and reports use: the one place that lists them.
+Each class is registered under its ``name``; the order here is the order of reports."""
 from __future__ import annotations
+
+from crowdbench.registry import Registry
 
 from .base import Metric
 from .bertscore import BertScore
@@ -10,15 +13,16 @@ from .meteor import Meteor
 from .random_baseline import RandomBaseline
 from .rouge_l import RougeL
 
-METRICS: dict[str, type[Metric]] = {
-    metric.name: metric for metric in (Bleu4, RougeL, Meteor, Cider, BertScore, Length, RandomBaseline)
-}
+METRICS: Registry[type[Metric]] = Registry("metric")
+METRICS.register(Bleu4)
+METRICS.register(RougeL)
+METRICS.register(Meteor)
+METRICS.register(Cider)
+METRICS.register(BertScore)
+METRICS.register(Length)
+METRICS.register(RandomBaseline)
 
 
 def make_metric(name: str, *, seed: int = 0, **options) -> Metric:
     """A metric by name; ``options`` are the metric's settings (e.g. ``bertscore_model``)."""
-    try:
-        metric_class = METRICS[name]
-    except KeyError:
-        raise ValueError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}") from None
-    return metric_class(seed=seed, **options)
+    return METRICS.get(name)(seed=seed, **options)

@@ -2,7 +2,7 @@
 
 Each class builds itself from the common options (``from_options``) and says whether it calls an
 LLM server (``uses_llm``: budget, run, progress) or reads a scores file (``needs_scores_file``).
-Classes are imported on first use: the local ranker loads torch.
+Classes are registered by dotted path and imported on first use: the local ranker loads torch.
 """
 from __future__ import annotations
 
@@ -10,22 +10,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.utils.module_loading import import_string
-
+from crowdbench.registry import Registry
 from llm.client import LLMResult
 from llm.models import LLMRun
 
 from .base import ReviewRanker
 
-RANKERS = {
-    "local-perplexity": "evaluation.rankers.local_perplexity.LocalPerplexityRanker",
-    "server-perplexity": "evaluation.rankers.server_perplexity.ServerPerplexityRanker",
-    "vlm-perplexity": "evaluation.rankers.vlm_perplexity.VLMPerplexityRanker",
-    "clip-score": "evaluation.rankers.clip_score.ClipScoreRanker",
-    "chat": "evaluation.rankers.chat_ranking.ChatRankingRanker",
-    "uploaded": "evaluation.rankers.uploaded.UploadedScoresRanker",
-}
-RANKER_NAMES = tuple(RANKERS)
+RANKERS: Registry[type[ReviewRanker]] = Registry("ranker")
+RANKERS.register("evaluation.rankers.local_perplexity.LocalPerplexityRanker", name="local-perplexity")
+RANKERS.register("evaluation.rankers.server_perplexity.ServerPerplexityRanker", name="server-perplexity")
+RANKERS.register("evaluation.rankers.vlm_perplexity.VLMPerplexityRanker", name="vlm-perplexity")
+RANKERS.register("evaluation.rankers.clip_score.ClipScoreRanker", name="clip-score")
+RANKERS.register("evaluation.rankers.chat_ranking.ChatRankingRanker", name="chat")
+RANKERS.register("evaluation.rankers.uploaded.UploadedScoresRanker", name="uploaded")
 
 
 @dataclass(frozen=True)
@@ -45,11 +42,8 @@ class RankerOptions:
     on_requests: Callable[[int], object] | None = None
 
 
-def ranker_class(name: str) -> type:
-    try:
-        return import_string(RANKERS[name])
-    except KeyError:
-        raise ValueError(f"unknown ranker {name!r}; choose one of {', '.join(RANKER_NAMES)}") from None
+def ranker_class(name: str) -> type[ReviewRanker]:
+    return RANKERS.get(name)
 
 
 def make_ranker(name: str, **options) -> ReviewRanker:

@@ -10,8 +10,8 @@ from annotation.task_types import REGISTRY
 from annotation.task_types.ranking import shown_review_ids
 
 REVIEW_IDS = [11, 12, 13, 14, 15]
-ranking = REGISTRY["ranking"]
-pairwise = REGISTRY["pairwise"]
+ranking = REGISTRY.get("ranking")
+pairwise = REGISTRY.get("pairwise")
 
 
 def ranking_assignment():

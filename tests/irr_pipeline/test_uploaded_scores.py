@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from crowdbench.registry import UnknownName
 from evaluation.rankers.base import SCORE_COLUMNS, ReviewItem
 from evaluation.rankers.registry import make_ranker
 from evaluation.rankers.uploaded import UploadedScoresError, UploadedScoresRanker
@@ -71,5 +72,5 @@ def test_a_model_not_in_the_file(tmp_path):
 
 
 def test_unknown_ranker_name():
-    with pytest.raises(ValueError, match="unknown ranker 'clip'"):
+    with pytest.raises(UnknownName, match="unknown ranker 'clip'"):
         make_ranker("clip")

@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from crowdbench.registry import UnknownName
 from evaluation.metrics.base import MetricUnavailable
 from evaluation.metrics.bertscore import packaged_minilm_path
 from evaluation.metrics.registry import METRICS, make_metric
@@ -36,7 +37,7 @@ def test_the_registry_lists_each_metric_under_its_own_name():
     for name, metric_class in METRICS.items():
         assert metric_class.name == name
         assert make_metric(name).describe()["label"] == metric_class.label
-    with pytest.raises(ValueError, match="unknown metric 'bleu'"):
+    with pytest.raises(UnknownName, match="unknown metric 'bleu'"):
         make_metric("bleu")
 
 

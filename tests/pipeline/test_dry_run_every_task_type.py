@@ -2,6 +2,10 @@
 simulated workers answer through the task types and the real services; nothing is kept."""
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import call_command
@@ -61,7 +65,7 @@ def test_a_simulated_instruction_generation_answer_is_a_valid_upload():
     round = make_round(task_type="instruction_generation", targets=[family])
     worker = make_worker()
     assignment = services.request_assignment(round=round, worker=worker)
-    answers = REGISTRY["instruction_generation"].simulate(assignment=assignment, rng=Random(2), accuracy=1.0)
+    answers = REGISTRY.get("instruction_generation").simulate(assignment=assignment, rng=Random(2), accuracy=1.0)
     outcome = services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=answers)
     instance = Instance.objects.get(pk=outcome.assignment.result["instance_id"])
     images = instance.ordered_images()
@@ -69,3 +73,45 @@ def test_a_simulated_instruction_generation_answer_is_a_valid_upload():
     assert images[0].sha256 != images[1].sha256
     assert {image.license for image in images} <= set(django_settings.ANNOTATION_PERMISSIVE_LICENSES)
     assert all(image.creator and image.source_url for image in images)
+
+
+def test_mturk_dry_run_of_an_instruction_generation_round_hands_over_checksums(settings, capsys, monkeypatch):
+    """MTurk receives the answers as stored here: an uploaded image is its stored checksum, never
+    the file (which JSON cannot carry)."""
+    from mturk.fake_server import FakeMTurkServer
+
+    settings.PROVIDERS_PUBLIC_BASE_URL = "https://crowdbench.example.org"
+    round = make_round(task_type="instruction_generation", targets=[make_family(), make_family(multi=True)],
+                       workers_per_item=2, open=False)
+    handed_over = []
+    submit = FakeMTurkServer.submit_assignment
+
+    def recording_submit(fake, assignment_id, answers):
+        handed_over.append(json.loads(answers["crowdbench_answers"]))
+        return submit(fake, assignment_id, answers)
+
+    monkeypatch.setattr(FakeMTurkServer, "submit_assignment", recording_submit)
+    call_command("publish_round", str(round.pk), "--provider", "mturk", "--dry-run", "--seed", "4",
+                 "--median-seconds", "120")
+    out = capsys.readouterr().out
+    assert "DRY RUN on mturk" in out and "tasks submitted: 4;" in out
+    assert len(handed_over) == 4
+    images = [image for answers in handed_over for image in answers["images"]]
+    assert len(images) == 6  # one image for the single-image family, two for the other, twice each
+    assert all(re.fullmatch(r"[0-9a-f]{64}", image["image_sha256"]) for image in images)
+    assert not any(key.endswith("-file") for answers in handed_over for key in answers)
+    assert not Instance.objects.exists()  # rolled back
+
+
+def test_an_upload_handed_to_mturk_unsaved_is_named_by_its_content_hash():
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from mturk.provider import encode_answers
+
+    upload = SimpleUploadedFile("photo.png", b"image bytes")
+    encoded = json.loads(encode_answers({"instruction": "Count the cats.", "images-0-file": upload}))
+    assert encoded == {"instruction": "Count the cats.", "images-0-file": {
+        "file_name": "photo.png", "sha256": hashlib.sha256(b"image bytes").hexdigest()}}
+    assert upload.read() == b"image bytes"  # still readable for our own save
+    with pytest.raises(TypeError, match="object cannot be handed to MTurk"):
+        encode_answers({"when": object()})

@@ -5,9 +5,10 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from annotation.models import Worker, validate_qualification_rules
+from crowdbench.registry import UnknownName
 from providers import services
 from providers.local import LocalProvider
-from providers.registry import PROVIDERS, UnknownProvider, get_provider
+from providers.registry import PROVIDERS, get_provider
 
 pytestmark = pytest.mark.django_db
 
@@ -17,26 +18,28 @@ class AcmeProvider(LocalProvider):
     label = "Acme crowd"
 
 
-def test_worker_provider_names_come_from_the_registry(monkeypatch):
+def test_worker_provider_names_come_from_the_registry():
     assert {"local", "mturk", "prolific"} <= set(PROVIDERS)
     assert not Worker._meta.get_field("provider").choices  # no database choices: no migration per provider
     with pytest.raises(ValidationError, match="Unknown crowd provider"):
         Worker(provider="acme", external_id="A1").full_clean()
     with pytest.raises(ValidationError):
         validate_qualification_rules({"providers": ["acme"]})
-    with pytest.raises(UnknownProvider):
+    with pytest.raises(UnknownName):
         services.get_or_create_provider_worker(provider="acme", external_id="A1")
     assert not Worker.objects.exists()
 
-    monkeypatch.setitem(PROVIDERS, "acme", AcmeProvider)  # the one line a new provider adds
-    Worker(provider="acme", external_id="A1").full_clean()
-    validate_qualification_rules({"providers": ["acme", "prolific"]})
-    worker = services.get_or_create_provider_worker(provider="acme", external_id="A1")
-    assert worker.provider == "acme" and isinstance(get_provider("acme"), AcmeProvider)
+    with PROVIDERS.registered(AcmeProvider):  # what the one line a new provider adds does
+        Worker(provider="acme", external_id="A1").full_clean()
+        validate_qualification_rules({"providers": ["acme", "prolific"]})
+        worker = services.get_or_create_provider_worker(provider="acme", external_id="A1")
+        assert worker.provider == "acme" and isinstance(get_provider("acme"), AcmeProvider)
+    assert "acme" not in PROVIDERS
 
 
 @pytest.mark.parametrize("name", ["", None, "MTURK", "mturk\x00", ["mturk"]])
 def test_unknown_or_malformed_provider_names_are_refused(name):
-    with pytest.raises(UnknownProvider) as refused:
+    with pytest.raises(UnknownName) as refused:
         get_provider(name)
     assert refused.value.status_code == 400
+    assert refused.value.message.endswith("known: local, mturk, prolific")

@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from evaluation.rankers.registry import RANKER_NAMES, RANKERS, make_ranker, ranker_class
+from evaluation.rankers.registry import RANKERS, make_ranker, ranker_class
 from evaluation.rankers.uploaded import UploadedScoresError
 from evaluation.selectors import review_items
 from evaluation.services import ScoreStoreError, rank_and_store
@@ -29,7 +29,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--ranker", required=True, choices=RANKER_NAMES)
+        parser.add_argument("--ranker", required=True, choices=RANKERS.names())
         parser.add_argument("--model", help="server model name (default LLM_MODEL); local model folder or GGUF "
                                             "file (default SmolLM2-135M); local CLIP model folder (clip-score, "
                                             "required); for uploaded, the model to read")

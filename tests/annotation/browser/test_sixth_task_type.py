@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Assignment
-from annotation.task_types import REGISTRY, TaskType, registered
+from annotation.task_types import REGISTRY, TaskType
 from annotation.task_types.base import gold_choice, instance_view
 from datasets_app.models import Instance
 from providers.dry_run import rehearse
@@ -69,7 +69,7 @@ class ClarityTask(TaskType):
 @pytest.fixture
 def clarity():
     COMPLETED.clear()
-    with registered(ClarityTask) as task_type:
+    with REGISTRY.registered(ClarityTask) as task_type:
         yield task_type
     assert "clarity" not in REGISTRY
 
