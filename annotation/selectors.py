@@ -22,12 +22,8 @@ RANKING_COLUMNS = [
 
 
 def _judgments(*, task_type: str, round: CollectionRound | None):
-    """Submitted assignments that count as data: not rejected."""
-    assignments = (
-        Assignment.objects.submitted()
-        .exclude(review_status=Assignment.ReviewStatus.REJECTED)
-        .filter(round__task_type=task_type)
-    )
+    """Assignments that count as data: submitted, not rejected, confirmed by the provider."""
+    assignments = Assignment.objects.counted().filter(round__task_type=task_type)
     if round is not None:
         assignments = assignments.filter(round=round)
     return assignments.order_by("submitted_at", "id")
