@@ -315,11 +315,13 @@ class MTurkProvider(CrowdProvider):
         handed it in (after our save), so "does not exist" means not yet (None); a listing at sync
         settles it. Known under another HIT or worker: forged."""
         try:
-            remote = self._call("get_assignment", AssignmentId=assignment.provider_assignment_id)["Assignment"]
+            remote = self._call("get_assignment", AssignmentId=assignment.provider_assignment_id).get("Assignment")
         except ClientError as error:
             if self._turk_code(error) == ASSIGNMENT_DOES_NOT_EXIST:
                 return None
             raise ProviderRefused(f"MTurk GetAssignment: {self._message(error)}") from None
+        if not isinstance(remote, dict):
+            raise ProviderError("MTurk GetAssignment: the answer holds no assignment")
         if remote.get("HITId") != assignment.provider_task_id or remote.get("WorkerId") != assignment.worker.external_id:
             return False
         return remote.get("AssignmentStatus") in ("Submitted", "Approved", "Rejected")
