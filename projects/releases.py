@@ -437,7 +437,7 @@ class _ReleaseBuilder:
         wages = []
         for round_ in CollectionRound.objects.filter(project=self.project).order_by("pk"):
             progress = round_progress(round=round_)
-            submitted = progress["assignments"].get(Assignment.Status.SUBMITTED, 0)
+            submitted = progress["judgments_counted"]
             if not submitted:
                 continue
             median = progress["median_seconds"]

@@ -224,7 +224,9 @@ def confirm_submission(*, assignment: Assignment, provider: CrowdProvider | None
     """
     if assignment.status != Assignment.Status.SUBMITTED or assignment.confirmation == Assignment.Confirmation.CONFIRMED:
         return assignment
-    if not cache.add(f"providers:confirm:{assignment.pk}", True, timeout=CONFIRM_CACHE_SECONDS):
+    # Keyed on more than the row id, which a rebuilt database reuses.
+    key = f"providers:confirm:{assignment.pk}:{assignment.accepted_at.timestamp()}:{assignment.provider_assignment_id}"
+    if not cache.add(key, True, timeout=CONFIRM_CACHE_SECONDS):
         return assignment
     provider = provider or get_provider(assignment.worker.provider)
     try:
