@@ -178,3 +178,15 @@ def test_forged_mturk_assignments_count_for_nothing(mturk_fake, round_factory, c
         Assignment.objects.filter(worker__external_id__startswith="AHONEST").values_list(
             "provider_assignment_id", flat=True))
     assert set(Assignment.objects.filter(pk__in=forged).values_list("review_status", flat=True)) == {"submitted"}
+
+
+def test_a_repeated_save_asks_the_provider_once(prolific_fake, ranking_project):
+    _project, round, study_id = ranking_project
+    url = f"/work/prolific/{round.pk}/?PROLIFIC_PID=FAKEPID9&STUDY_ID={study_id}&SESSION_ID=FAKESESSION9"
+    assignment, token, action = page_and_token(url)
+    answers = {"order": sorted(assignment.presentation["review_order"])}
+    assert save(action, token, answers).status_code == 201
+    for _ in range(3):  # double clicks, retries, a loop: the stored answer, no more provider calls
+        assert save(action, token, answers).status_code == 200
+    assert len(prolific_fake.calls("GET /api/v1/submissions/{id}/")) == 1
+    assert Assignment.objects.get(pk=assignment.pk).confirmation == "forged"
