@@ -83,9 +83,9 @@ class WorkItemAdmin(admin.ModelAdmin):
 
 @admin.register(Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
-    list_display = ["id", "round", "item", "worker", "status", "review_status", "gold_passed",
+    list_display = ["id", "round", "item", "worker", "status", "review_status", "confirmation", "gold_passed",
                     "accepted_at", "submitted_at", "duration_seconds"]
-    list_filter = ["status", "review_status", "round__task_type", "round", "gold_passed"]
+    list_filter = ["status", "review_status", "confirmation", "round__task_type", "round", "gold_passed"]
     search_fields = ["worker__external_id", "provider_assignment_id", "provider_task_id"]
     raw_id_fields = ["round", "item", "worker"]
     readonly_fields = [field.name for field in Assignment._meta.fields if field.name not in {"review_feedback"}]

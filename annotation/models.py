@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from datasets_app.models import Language
@@ -291,13 +292,29 @@ class WorkItem(models.Model):
 
 class AssignmentQuerySet(models.QuerySet):
     def holding_a_slot(self):
-        """Assignments that count against ``workers_per_item``: taken and not given up or rejected."""
+        """Assignments that count against ``workers_per_item``: taken and not given up or rejected.
+
+        Submitted work the provider has not confirmed holds its slot only until its time limit;
+        work the provider does not know (forged) holds none.
+        """
         return self.filter(
-            status__in=[Assignment.Status.ASSIGNED, Assignment.Status.SUBMITTED],
+            Q(status=Assignment.Status.ASSIGNED)
+            | Q(status=Assignment.Status.SUBMITTED, confirmation=Assignment.Confirmation.CONFIRMED)
+            | Q(status=Assignment.Status.SUBMITTED, confirmation=Assignment.Confirmation.UNCONFIRMED,
+                expires_at__gt=Now()),
         ).exclude(review_status=Assignment.ReviewStatus.REJECTED)
 
     def submitted(self):
         return self.filter(status=Assignment.Status.SUBMITTED)
+
+    def counted(self):
+        """The judgments that count: submitted, not rejected, and confirmed by the worker's provider.
+
+        The one filter for completion, aggregates, ratings, agreement, IRR, quality and releases.
+        """
+        return self.filter(
+            status=Assignment.Status.SUBMITTED, confirmation=Assignment.Confirmation.CONFIRMED,
+        ).exclude(review_status=Assignment.ReviewStatus.REJECTED)
 
 
 class Assignment(models.Model):
@@ -308,6 +325,13 @@ class Assignment(models.Model):
         SUBMITTED = "submitted", _("Submitted")
         EXPIRED = "expired", _("Expired")
         RETURNED = "returned", _("Returned")
+
+    class Confirmation(models.TextChoices):
+        # Whether the worker's provider confirms that this worker did this assignment; only confirmed
+        # work counts. Changed only by ``annotation.services.record_confirmation``.
+        UNCONFIRMED = "unconfirmed", "Not yet confirmed by the provider"
+        CONFIRMED = "confirmed", "Confirmed"
+        FORGED = "forged", "Unknown to the provider"
 
     class ReviewStatus(models.TextChoices):
         NONE = "", "—"
@@ -337,6 +361,11 @@ class Assignment(models.Model):
         null=True, blank=True, help_text="The submission in item terms (e.g. winner a/b)."
     )
     gold_passed = models.BooleanField(null=True, blank=True)
+    confirmation = models.CharField(
+        max_length=20, choices=Confirmation.choices, default=Confirmation.UNCONFIRMED, db_index=True,
+        help_text="Local workers are confirmed by construction; provider work once the provider shows it.",
+    )
+    confirmed_at = models.DateTimeField(null=True, blank=True)
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_feedback = models.TextField(blank=True)
 

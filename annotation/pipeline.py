@@ -25,7 +25,7 @@ from datasets_app.reference_generation import (
 from llm.client import LLMClient, LLMResult, configured_model
 
 from . import services
-from .models import Assignment, CollectionRound, WorkItem
+from .models import CollectionRound, WorkItem
 from .task_types import get_task_type
 
 logger = logging.getLogger(__name__)
@@ -57,8 +57,7 @@ def usable_follow_up(item: WorkItem) -> CollectionRound | None:
 def caption_new_instances(*, item: WorkItem, caption_round: CollectionRound) -> None:
     """The instances an instruction-generation item's submissions created become caption items."""
     results = (
-        item.assignments.submitted()
-        .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+        item.assignments.counted()
         .order_by("submitted_at", "id")
         .values_list("result", flat=True)
     )

@@ -22,12 +22,8 @@ RANKING_COLUMNS = [
 
 
 def _judgments(*, task_type: str, round: CollectionRound | None):
-    """Submitted assignments that count as data: not rejected."""
-    assignments = (
-        Assignment.objects.submitted()
-        .exclude(review_status=Assignment.ReviewStatus.REJECTED)
-        .filter(round__task_type=task_type)
-    )
+    """Assignments that count as data: submitted, not rejected, confirmed by the provider."""
+    assignments = Assignment.objects.counted().filter(round__task_type=task_type)
     if round is not None:
         assignments = assignments.filter(round=round)
     return assignments.order_by("submitted_at", "id")
@@ -88,11 +84,10 @@ def round_progress(*, round: CollectionRound) -> dict:
     by_status = dict(
         round.assignments.values_list("status").annotate(n=Count("pk")).values_list("status", "n")
     )
-    paid = Assignment.objects.holding_a_slot().filter(round=round, status=Assignment.Status.SUBMITTED).count()
-    durations = list(
-        round.assignments.filter(status=Assignment.Status.SUBMITTED, duration_seconds__isnull=False)
-        .values_list("duration_seconds", flat=True)
-    )
+    # Only confirmed work is paid or timed: forged or unconfirmed provider work is neither.
+    counted = Assignment.objects.counted().filter(round=round)
+    paid = counted.count()
+    durations = list(counted.filter(duration_seconds__isnull=False).values_list("duration_seconds", flat=True))
     median_seconds = statistics.median(durations) if durations else None
     effective_wage = (
         (round.reward_per_task * Decimal(3600) / Decimal(str(median_seconds))).quantize(Decimal("0.01"))
@@ -103,6 +98,7 @@ def round_progress(*, round: CollectionRound) -> dict:
         "items": items["total"],
         "items_completed": items["completed"],
         "assignments": by_status,
+        "judgments_counted": paid,
         "spent": round.reward_per_task * paid,
         "budget_cap": round.budget_cap,
         "median_seconds": median_seconds,

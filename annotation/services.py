@@ -268,6 +268,11 @@ def _take_locked_item(
         presentation=handler.present(item=item, rng=rng),
         provider_assignment_id=provider_assignment_id,
         provider_task_id=provider_task_id,
+        # A worker who logged in to the platform is who they say; a provider's worker counts once
+        # the provider confirms the work (``record_confirmation``).
+        confirmation=(Assignment.Confirmation.CONFIRMED if worker.user_id is not None
+                      else Assignment.Confirmation.UNCONFIRMED),
+        confirmed_at=now if worker.user_id is not None else None,
     )
     # Only field validation: the unique constraints are enforced by the database below.
     assignment.full_clean(validate_constraints=False)
@@ -532,12 +537,8 @@ def _complete_item_if_done(*, item_id: int, now: datetime) -> None:
     )
     if item.completed_at is not None:
         return
-    judgments = (
-        Assignment.objects.submitted()
-        .filter(item=item)
-        .exclude(review_status=Assignment.ReviewStatus.REJECTED)
-        .count()
-    )
+    # Only confirmed judgments complete an item: forged or not-yet-confirmed provider work never does.
+    judgments = Assignment.objects.counted().filter(item=item).count()
     if judgments >= item.round.workers_per_item:
         item.completed_at = now
         item.save(update_fields=["completed_at"])
@@ -563,6 +564,46 @@ def _store_aggregate(*, item: WorkItem, handler) -> None:
     except ValidationError as error:
         raise InvalidTransition(_message(error)) from None
     item.save(update_fields=["aggregate_result"])
+
+
+# --- provider confirmation -------------------------------------------------------------------------
+
+# Allowed changes of ``Assignment.confirmation``. Confirmed is final; a submission first judged
+# unknown to the provider still counts if the provider later shows it (e.g. a listing that lagged).
+CONFIRMATION_TRANSITIONS = {
+    Assignment.Confirmation.UNCONFIRMED: {Assignment.Confirmation.CONFIRMED, Assignment.Confirmation.FORGED},
+    Assignment.Confirmation.FORGED: {Assignment.Confirmation.CONFIRMED},
+    Assignment.Confirmation.CONFIRMED: set(),
+}
+
+
+def record_confirmation(*, assignment: Assignment, confirmation: str, now: datetime | None = None) -> Assignment:
+    """Record what the worker's provider says about the assignment: the one way its confirmation
+    changes. Confirming submitted work may complete its item (or, on a completed item, refresh the
+    aggregate). Repeating the current state is a no-op; other changes are refused (409)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = (
+            Assignment.objects.select_for_update(no_key=True, of=("self",))
+            .order_by()
+            .get(pk=assignment.pk)
+        )
+        if locked.confirmation == confirmation:
+            return locked
+        if confirmation not in CONFIRMATION_TRANSITIONS.get(locked.confirmation, set()):
+            raise InvalidTransition(
+                f"an assignment that is {locked.confirmation} cannot become {confirmation}"
+            )
+        locked.confirmation = confirmation
+        locked.confirmed_at = now if confirmation == Assignment.Confirmation.CONFIRMED else None
+        locked.save(update_fields=["confirmation", "confirmed_at"])
+        if confirmation == Assignment.Confirmation.CONFIRMED and locked.status == Assignment.Status.SUBMITTED:
+            item = WorkItem.objects.select_related("round").get(pk=locked.item_id)
+            if item.completed_at is None:
+                _complete_item_if_done(item_id=item.pk, now=now)
+            else:
+                _store_aggregate(item=item, handler=get_task_type(item.round.task_type))
+    return locked
 
 
 # --- review ----------------------------------------------------------------------------------------
@@ -657,6 +698,7 @@ __all__ = [
     "get_or_create_local_worker",
     "on_item_completed",
     "open_round",
+    "record_confirmation",
     "reject_assignment",
     "request_assignment",
     "return_assignment",

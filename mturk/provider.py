@@ -58,6 +58,7 @@ LARGE_HIT_FEE_RATE = Decimal("0.40")
 LARGE_HIT_ASSIGNMENTS = 10
 MIN_FEE = Decimal("0.01")
 HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
+ASSIGNMENT_DOES_NOT_EXIST = "AWS.MechanicalTurk.AssignmentDoesNotExist"
 # Errors worth another try.
 TRANSIENT_CODES = {"ThrottlingException", "ServiceFault", "ServiceUnavailable", "InternalFailure"}
 NOT_IN_STATE = "This operation can be called with a status of"
@@ -319,6 +320,27 @@ class MTurkProvider(CrowdProvider):
                     answers=decode_answers(parse_answers(remote.get("Answer"))), submitted_at=remote.get("SubmitTime"),
                 ))
         return submissions
+
+    def confirm(self, *, assignment) -> bool | None:
+        """GetAssignment: confirmed when MTurk holds the assignment as Submitted, Approved or
+        Rejected on the same HIT by the same worker. MTurk shows an assignment only once the worker
+        handed it in (after our save), so "does not exist" means not yet (None); a listing at sync
+        settles it. Known under another HIT or worker: forged."""
+        try:
+            remote = self._call("get_assignment", AssignmentId=assignment.provider_assignment_id).get("Assignment")
+        except ClientError as error:
+            if self._turk_code(error) == ASSIGNMENT_DOES_NOT_EXIST:
+                return None
+            raise ProviderRefused(f"MTurk GetAssignment: {self._message(error)}") from None
+        if not isinstance(remote, dict):
+            raise ProviderError("MTurk GetAssignment: the answer holds no assignment")
+        if remote.get("HITId") != assignment.provider_task_id or remote.get("WorkerId") != assignment.worker.external_id:
+            return False
+        return remote.get("AssignmentStatus") in ("Submitted", "Approved", "Rejected")
+
+    def forged_if_unlisted(self, *, assignment, now) -> bool:
+        # Until its time limit the worker may still hand the assignment in at MTurk.
+        return assignment.expires_at <= now
 
     def remote_status(self, *, assignment) -> str:
         return self._call("get_assignment", AssignmentId=assignment.provider_assignment_id)["Assignment"][

@@ -32,10 +32,16 @@ def task(request, round_id: int):
         if not assignment_id or assignment_id == PREVIEW_ASSIGNMENT_ID:
             # Preview: the task read-only on an unsaved assignment (nothing is reserved).
             handler = round.task_type_handler
+            # The engine's safe path: an item that no longer fits is refused, never a 500.
+            if not crowd.item_fits(item=hit.item, handler=handler):
+                return refuse(request, _("This task cannot be shown. Please return the HIT."), 409)
             preview = Assignment(round=round, item=hit.item,
                                  presentation=handler.present(item=hit.item, rng=random.SystemRandom()))
-            return render(request, "mturk/preview.html", {
-                "round": round, "handler": handler, "task": handler.context(preview)})
+            try:
+                task = crowd.task_view(assignment=preview)
+            except crowd.CrowdWorkError as error:
+                return refuse(request, error.message, error.status_code)
+            return render(request, "mturk/preview.html", {"round": round, "handler": handler, "task": task})
         worker_id = request.GET.get("workerId", "")
         submit_to = request.GET.get("turkSubmitTo", "").rstrip("/")
         if not MTURK_ID.match(assignment_id) or not MTURK_ID.match(worker_id) or submit_to not in submit_hosts():

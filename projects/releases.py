@@ -383,8 +383,7 @@ class _ReleaseBuilder:
     def _write_verifications(self) -> int:
         table = self._table("verifications")
         assignments = (
-            Assignment.objects.submitted()
-            .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+            Assignment.objects.counted()
             .filter(round__in=self._rounds("verification"), item__is_gold=False,
                     item__candidate__instance__in=self.instances)
             .select_related("item__candidate")
@@ -438,7 +437,7 @@ class _ReleaseBuilder:
         wages = []
         for round_ in CollectionRound.objects.filter(project=self.project).order_by("pk"):
             progress = round_progress(round=round_)
-            submitted = progress["assignments"].get(Assignment.Status.SUBMITTED, 0)
+            submitted = progress["judgments_counted"]
             if not submitted:
                 continue
             median = progress["median_seconds"]

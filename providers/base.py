@@ -74,7 +74,7 @@ class RemoteSubmission:
     provider_assignment_id: str
     worker_external_id: str
     provider_task_id: str
-    status: str  # submitted, approved, rejected (others are ignored)
+    status: str  # active (started, not handed in), submitted, approved, rejected; others are ignored
     provider_status: str = ""  # the provider's own spelling
     answers: dict = field(default_factory=dict)
     submitted_at: datetime | None = None
@@ -127,6 +127,20 @@ class CrowdProvider(abc.ABC):
         """Every submission the platform holds for the publication (all pages)."""
 
     @abc.abstractmethod
+    def confirm(self, *, assignment: Assignment) -> bool | None:
+        """Does the platform show that this worker did this assignment of this task? One call.
+
+        True: confirmed (the work may count); False: the platform does not know it, or knows it
+        under another worker or task (forged); None: cannot tell yet (not yet handed over, or the
+        platform could not be reached). ``ProviderError`` may be raised and means None.
+        """
+
+    def forged_if_unlisted(self, *, assignment: Assignment, now: datetime) -> bool:
+        """Whether a submission of ours that a complete listing of the platform lacks is forged now,
+        rather than possibly still on its way to the platform."""
+        return True
+
+    @abc.abstractmethod
     def approve(self, *, assignment: Assignment, feedback: str) -> None:
         """Approve (and so pay the reward); approving an approved submission is a no-op."""
 
@@ -151,6 +165,9 @@ class CrowdProvider(abc.ABC):
 
     # Whether a pay call whose outcome is unknown may simply be sent again (an idempotency token).
     bonus_resend_is_safe: bool = True
+    # For providers whose resend is not safe: how long after a pay call a researcher may resend a
+    # row the provider still does not show (``pay_round --resend-unsettled``).
+    settle_window_seconds: int = 0
 
     @abc.abstractmethod
     def block(self, *, worker: Worker, reason: str) -> None:

@@ -59,8 +59,22 @@ def review_submissions(*, assignments: Iterable[Assignment], decision: str, feed
         try:
             provider = cache.get(assignment.worker.provider) or cache.setdefault(
                 assignment.worker.provider, get_provider(assignment.worker.provider))
+            if decision == APPROVE and not _confirmed(assignment, provider):
+                # Never paid: the provider does not show that this worker did this work.
+                report.failed.append((assignment, "the provider has not confirmed this submission"))
+                continue
             getattr(provider, decision)(assignment=assignment, feedback=feedback)
             report.done.append(record(assignment=assignment, feedback=feedback))
         except ServiceError as error:
             report.failed.append((assignment, error.message))
     return report
+
+
+def _confirmed(assignment: Assignment, provider: CrowdProvider) -> bool:
+    """Confirmed already, or the provider confirms it now (recorded); a "no" is left to sync_round."""
+    if assignment.confirmation == Assignment.Confirmation.CONFIRMED:
+        return True
+    if not provider.confirm(assignment=assignment):
+        return False
+    crowd.record_confirmation(assignment=assignment, confirmation=Assignment.Confirmation.CONFIRMED)
+    return True

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
@@ -48,9 +49,8 @@ UNSETTLED_BONUS = [BonusPayment.Status.REQUESTED, BonusPayment.Status.SENDING, B
 
 def median_task_seconds(*, round: CollectionRound) -> float | None:
     durations = list(
-        Assignment.objects.submitted()
+        Assignment.objects.counted()
         .filter(round=round, duration_seconds__isnull=False)
-        .exclude(review_status=Assignment.ReviewStatus.REJECTED)
         .values_list("duration_seconds", flat=True)
     )
     return statistics.median(durations) if durations else None
@@ -208,6 +208,41 @@ def _follow_provider_ids(assignment: Assignment | None, provider_assignment_id: 
     return assignment
 
 
+# --- confirmation -------------------------------------------------------------------------------------
+
+# How long a confirmation looked up at submit time is reused: a repeated submit (double click,
+# retry, a hostile loop) makes no further provider call meanwhile.
+CONFIRM_CACHE_SECONDS = 60
+
+
+def confirm_submission(*, assignment: Assignment, provider: CrowdProvider | None = None) -> Assignment:
+    """Ask the worker's provider once whether it shows this submission, and record the answer.
+
+    Called when the worker saves: honest work is confirmed (and may complete its item) at once where
+    the provider already shows it; anything else stays unconfirmed for ``sync_round`` to settle. A
+    provider that cannot be reached changes nothing.
+    """
+    if assignment.status != Assignment.Status.SUBMITTED or assignment.confirmation == Assignment.Confirmation.CONFIRMED:
+        return assignment
+    # Keyed on more than the row id, which a rebuilt database reuses.
+    key = f"providers:confirm:{assignment.pk}:{assignment.accepted_at.timestamp()}:{assignment.provider_assignment_id}"
+    if not cache.add(key, True, timeout=CONFIRM_CACHE_SECONDS):
+        return assignment
+    provider = provider or get_provider(assignment.worker.provider)
+    try:
+        confirmed = provider.confirm(assignment=assignment)
+    except ProviderError as error:
+        logger.warning("assignment %s: %s could not confirm it: %s", assignment.pk, provider.name, error)
+        return assignment
+    if confirmed is None:
+        return assignment
+    state = Assignment.Confirmation.CONFIRMED if confirmed else Assignment.Confirmation.FORGED
+    if not confirmed:
+        logger.warning("assignment %s: %s does not know worker %s's submission %s", assignment.pk, provider.name,
+                       assignment.worker.external_id, assignment.provider_assignment_id)
+    return crowd.record_confirmation(assignment=assignment, confirmation=state)
+
+
 # --- sync ---------------------------------------------------------------------------------------------
 
 
@@ -216,7 +251,10 @@ class SyncReport:
     linked: int = 0  # provider submissions matching one saved here
     recovered: int = 0  # saved here from the answers the provider holds (our save never arrived)
     mirrored: int = 0  # review states taken over from the provider (e.g. MTurk auto-approval)
+    confirmed: int = 0  # submissions of ours the provider showed for the first time
+    awaiting_confirmation: int = 0  # not shown yet, and may still reach the provider
     unmatched: list[dict] = field(default_factory=list)  # seen only at the provider: for a person to look at
+    forged: list[dict] = field(default_factory=list)  # saved here, unknown to the provider: never counted
 
 
 def sync_round(*, round: CollectionRound, providers: dict | None = None) -> SyncReport:
@@ -231,9 +269,15 @@ def sync_round(*, round: CollectionRound, providers: dict | None = None) -> Sync
         provider = provider_for_publication(publication, providers)
         if not provider.lists_submissions:
             continue
+        listed = set()
         for remote in provider.list_submissions(publication=publication):
+            if remote.status == "active":
+                # Started at the provider, not handed in there yet: it vouches for the worker.
+                listed.add((remote.provider_assignment_id, remote.worker_external_id))
+                continue
             if remote.status not in ("submitted", "approved", "rejected"):
                 continue
+            listed.add((remote.provider_assignment_id, remote.worker_external_id))
             assignment = (
                 Assignment.objects.select_related("worker")
                 .filter(round=round, provider_assignment_id=remote.provider_assignment_id,
@@ -265,7 +309,32 @@ def sync_round(*, round: CollectionRound, providers: dict | None = None) -> Sync
             elif remote.status == "rejected" and assignment.review_status != Assignment.ReviewStatus.REJECTED:
                 crowd.reject_assignment(assignment=assignment, feedback="rejected on the provider")
                 report.mirrored += 1
+        _settle_confirmations(round=round, publication=publication, provider=provider, listed=listed, report=report)
     return report
+
+
+def _settle_confirmations(*, round: CollectionRound, publication: Publication, provider: CrowdProvider,
+                          listed: set, report: SyncReport) -> None:
+    """Against the provider's complete listing: our submissions it shows are confirmed; those it
+    does not show are forged (reported, kept, never counted) once they can no longer reach it."""
+    now = timezone.now()
+    pending = (
+        Assignment.objects.submitted()
+        .filter(round=round, worker__provider=publication.provider)
+        .exclude(confirmation=Assignment.Confirmation.CONFIRMED)
+        .select_related("worker").order_by("pk")
+    )
+    for assignment in pending:
+        if (assignment.provider_assignment_id, assignment.worker.external_id) in listed:
+            crowd.record_confirmation(assignment=assignment, confirmation=Assignment.Confirmation.CONFIRMED)
+            report.confirmed += 1
+        elif provider.forged_if_unlisted(assignment=assignment, now=now):
+            if assignment.confirmation != Assignment.Confirmation.FORGED:
+                crowd.record_confirmation(assignment=assignment, confirmation=Assignment.Confirmation.FORGED)
+            report.forged.append({"provider": publication.provider, "assignment": assignment.provider_assignment_id,
+                                  "worker": assignment.worker.external_id, "local_id": assignment.pk})
+        else:
+            report.awaiting_confirmation += 1
 
 
 # --- review and pay -----------------------------------------------------------------------------------
@@ -285,9 +354,13 @@ class PayReport:
     bonuses_paid: int = 0
     bonuses_unsettled: int = 0
     bonuses_failed: int = 0
+    # Possibly paid, not yet shown settled by the provider: (payment id, worker, amount, seconds since
+    # the pay call). Never resent automatically; see ``resend_unsettled_bonus``.
+    awaiting_settlement: list[tuple[int, str, Decimal, int | None]] = field(default_factory=list)
     skipped_for_budget: int = 0
     top_up_per_task: Decimal = Decimal("0.00")
     errors: list[str] = field(default_factory=list)
+    sync: SyncReport | None = None
 
 
 def grant_bonus(*, assignment: Assignment, amount: Decimal, reason: str, purpose: str) -> tuple[BonusPayment, bool]:
@@ -356,8 +429,11 @@ def pay_round(
     then send every bonus not yet settled."""
     cache = providers if providers is not None else {}
     report = PayReport()
+    # Settle confirmations first: only work the provider shows is paid, and forgeries are reported.
+    report.sync = sync_round(round=round, providers=cache)
+    # Only work the provider confirmed is approved and paid.
     pending = (
-        Assignment.objects.submitted().filter(round=round, review_status=Assignment.ReviewStatus.SUBMITTED)
+        Assignment.objects.counted().filter(round=round, review_status=Assignment.ReviewStatus.SUBMITTED)
         .select_related("worker", "round").order_by("pk")
     )
     reviewed = review_submissions(assignments=pending, decision=APPROVE, feedback=feedback, providers=cache)
@@ -374,7 +450,51 @@ def pay_round(
             report.errors.append(f"bonus {payment.pk}: {payment.error}")
         else:
             report.bonuses_unsettled += 1
+            if payment.status == BonusPayment.Status.SENDING:
+                age = int((timezone.now() - payment.sent_at).total_seconds()) if payment.sent_at else None
+                report.awaiting_settlement.append((payment.pk, str(payment.worker), payment.amount, age))
     return report
+
+
+class ResendRefused(ProviderRefused):
+    """This bonus may not be resent."""
+
+
+def resend_unsettled_bonus(*, payment_id: int, round: CollectionRound, providers: dict | None = None) -> BonusPayment:
+    """A researcher's explicit resend of a possibly-paid bonus the provider still does not show.
+
+    Refused unless the row is ``sending`` and its pay call is older than the provider's settle
+    window: a resend may pay the bonus twice if the first call did go through.
+    """
+    cache = providers if providers is not None else {}
+    payment = (
+        BonusPayment.objects.select_related("assignment__round", "assignment__worker", "worker")
+        .filter(pk=payment_id, assignment__round=round).first()
+    )
+    if payment is None:
+        raise ResendRefused(f"round {round.pk} has no bonus {payment_id}")
+    if payment.status != BonusPayment.Status.SENDING:
+        raise ResendRefused(f"bonus {payment.pk} is {payment.status}, not awaiting settlement")
+    provider = _provider_of(payment.assignment, cache)
+    window = provider.settle_window_seconds
+    age = (timezone.now() - payment.sent_at).total_seconds() if payment.sent_at else None
+    if age is None or age < window:
+        raise ResendRefused(
+            f"bonus {payment.pk} was sent {int(age or 0)} s ago; it may still settle, so it can be resent only "
+            f"{window} s after the pay call"
+        )
+    if provider.bonus_was_paid(payment=payment):
+        return _settle(payment, BonusPayment.Status.PAID)
+    logger.warning("bonus %s resent by request after %d s unsettled; it may be paid twice", payment.pk, int(age))
+    payment.status, payment.sent_at = BonusPayment.Status.SENDING, timezone.now()
+    BonusPayment.objects.filter(pk=payment.pk).update(status=payment.status, sent_at=payment.sent_at)
+    try:
+        provider.send_bonus(payment=payment)
+    except ProviderRefused as error:
+        return _settle(payment, BonusPayment.Status.FAILED, error=str(error))
+    payment.error = SETTLING if provider.bonus_settles_later else ""
+    payment.save(update_fields=["error", "provider_record_id"])
+    return payment if provider.bonus_settles_later else _settle(payment, BonusPayment.Status.PAID)
 
 
 def _grant_top_ups(*, round: CollectionRound, report: PayReport, providers: dict) -> None:
@@ -387,7 +507,7 @@ def _grant_top_ups(*, round: CollectionRound, report: PayReport, providers: dict
         f"at the median task time. Thank you for your work."
     )
     approved = (
-        Assignment.objects.filter(round=round, review_status=Assignment.ReviewStatus.APPROVED)
+        Assignment.objects.counted().filter(round=round, review_status=Assignment.ReviewStatus.APPROVED)
         .select_related("worker", "round").order_by("pk")
     )
     for assignment in approved:

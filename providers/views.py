@@ -16,6 +16,7 @@ from annotation import selectors
 from annotation import services as crowd
 from annotation.task_types import worker_answers
 
+from . import services
 from .registry import get_provider
 from .worker_access import assignment_for_token, task_token
 
@@ -26,10 +27,14 @@ def refuse(request, message: str, status_code: int):
 
 def render_task_page(request, *, template: str, round, assignment, provider: str, **context):
     """The task page of a provider's worker, from the provider's template (which extends
-    ``providers/task_page.html``)."""
+    ``providers/task_page.html``). A broken item is refused cleanly (and given back) by the engine."""
     handler = round.task_type_handler
+    try:
+        task = crowd.task_view(assignment=assignment)
+    except crowd.CrowdWorkError as error:
+        return refuse(request, error.message, error.status_code)
     return render(request, template, {
-        "round": round, "assignment": assignment, "handler": handler, "task": handler.context(assignment),
+        "round": round, "assignment": assignment, "handler": handler, "task": task,
         "provider": provider, "task_token": task_token(assignment=assignment),
         "submit_url": reverse("providers-api:submit", args=[assignment.pk]),
         "seconds_left": selectors.seconds_left(assignment),
@@ -55,6 +60,8 @@ class ProviderSubmitView(APIView):
         with translation.override(assignment.round.language):
             outcome = crowd.submit_assignment(
                 assignment_id=assignment.pk, worker=worker, data=request.data, files=request.FILES)
+            # Stored either way; it counts once the provider confirms it (now, or at the next sync).
+            services.confirm_submission(assignment=outcome.assignment)
         body = {"assignment": assignment.pk, "status": outcome.assignment.status,
                 "payload": worker_answers(outcome.assignment), "stored": outcome.created,
                 **get_provider(worker.provider).after_submit(assignment=outcome.assignment)}

@@ -83,11 +83,8 @@ class CaptionTask(TaskType):
 
     def aggregate(self, item):
         """The earliest approved-or-pending submission's captions become current; the instance moves on."""
-        from ..models import Assignment
-
         chosen = (
-            item.assignments.submitted()
-            .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+            item.assignments.counted()
             .order_by("submitted_at", "id")
             .first()
         )

@@ -101,12 +101,9 @@ class PairwiseTask(TaskType):
 
     def aggregate(self, item):
         """Majority winner and its size (paper: 5/5, 4/5, 3/5 agreement); an even split is a tie."""
-        from ..models import Assignment
-
         winners = Counter(
             result["winner"]
-            for result in item.assignments.submitted()
-            .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+            for result in item.assignments.counted()
             .values_list("result", flat=True)
         )
         if not winners:

@@ -90,11 +90,8 @@ class VerificationTask(TaskType):
         Computed from scratch each time, so a verdict revised after a rejected judgment replaces the
         earlier one; with no judgment left the verdict is withdrawn.
         """
-        from ..models import Assignment
-
         judgments = list(
-            item.assignments.submitted()
-            .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+            item.assignments.counted()
             .values_list("payload", flat=True)
         )
         candidate = item.candidate

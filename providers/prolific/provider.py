@@ -14,12 +14,10 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import replace
-from datetime import timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 import httpx
 from django.conf import settings
-from django.utils import timezone
 
 from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
 
@@ -36,9 +34,17 @@ from ..base import (
 logger = logging.getLogger(__name__)
 
 COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
-STATUSES = {"AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": "rejected"}
+STATUSES = {"ACTIVE": "active", "AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": "rejected"}
+# A submission in these states is the participant's own work in the study: Prolific creates it
+# (ACTIVE) when the participant starts, before they reach our page. RETURNED / TIMED-OUT work was
+# given up there and is not confirmed.
+CONFIRMING_STATUSES = set(STATUSES)
 MIN_REJECTION_MESSAGE = 100
 RETRYABLE = {429, 500, 502, 503, 504}
+
+
+class NotFound(ProviderRefused):
+    """Prolific has no such object (HTTP 404)."""
 
 
 class NotSent(ProviderRefused):
@@ -84,7 +90,8 @@ class ProlificProvider(CrowdProvider):
         self.bonus_fee_rate = Decimal(settings.PROLIFIC_FEE_RATE)
         self._workspace_id = workspace_id or settings.PROLIFIC_WORKSPACE_ID or None
         self.project_id = project_id or settings.PROLIFIC_PROJECT_ID or None
-        self.settle_window = settings.PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS
+        # How long after a pay call a researcher may resend a row Prolific still does not show.
+        self.settle_window_seconds = settings.PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS
 
     @property
     def client(self) -> httpx.Client:
@@ -123,7 +130,8 @@ class ProlificProvider(CrowdProvider):
             raise ProviderError(f"Prolific {method} {path}: {error}") from None
         if response.status_code >= 400:
             detail = response.json().get("error", {}).get("detail") if response.content else ""
-            raise ProviderRefused(f"Prolific {method} {path}: HTTP {response.status_code} {detail}")
+            refusal = NotFound if response.status_code == 404 else ProviderRefused
+            raise refusal(f"Prolific {method} {path}: HTTP {response.status_code} {detail}")
         return response.json() if response.content else {}
 
     def _pages(self, path: str, params: dict | None = None):
@@ -222,6 +230,19 @@ class ProlificProvider(CrowdProvider):
             for remote in self._pages(f"studies/{publication.external_id}/submissions/")
         ]
 
+    def confirm(self, *, assignment) -> bool | None:
+        """GET the submission by its id (the SESSION_ID): confirmed when it is this participant's
+        submission in this study and not returned or timed out; False when Prolific has no such
+        submission, or it belongs to another participant or study."""
+        try:
+            remote = self._request("GET", f"submissions/{assignment.provider_assignment_id}/")
+        except NotFound:
+            return False
+        if (remote.get("participant_id") != assignment.worker.external_id
+                or remote.get("study_id") != assignment.provider_task_id):
+            return False
+        return True if remote.get("status") in CONFIRMING_STATUSES else None
+
     def after_submit(self, *, assignment) -> dict:
         from ..models import Publication
 
@@ -257,9 +278,10 @@ class ProlificProvider(CrowdProvider):
         self._request("POST", f"bulk-bonus-payments/{payment.provider_record_id}/pay/", repeatable=False)
 
     def bonus_was_paid(self, *, payment) -> bool | None:
-        """True once the submission's ``bonus_payments`` show the payment; None while it may still be
-        settling (or the pay call's answer was lost: Prolific offers no way to tell those apart);
-        False when nothing shows it long after the pay call (``PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS``)."""
+        """True once the submission's ``bonus_payments`` show the payment; None otherwise: it may still
+        be settling, or the pay call's answer was lost, and Prolific offers no way to tell those apart,
+        however long ago the call was. Only a researcher resends such a row (``pay_round
+        --resend-unsettled``)."""
         from ..models import BonusPayment
 
         if not payment.provider_record_id:
@@ -272,8 +294,6 @@ class ProlificProvider(CrowdProvider):
             return None  # two uncertain rows of one amount cannot be told apart
         if paid_there > same.filter(status=BonusPayment.Status.PAID).count():
             return True
-        if payment.sent_at and timezone.now() - payment.sent_at > timedelta(seconds=self.settle_window):
-            return False  # a payment Prolific accepted would have settled by now: it was not made
         return None
 
     def block(self, *, worker, reason: str) -> None:

@@ -78,6 +78,8 @@ def ranking_round(review_set: ReviewSet, orders: dict[str, list[int]]):
         assignment = crowd_work.request_assignment(round=round, worker=worker)
         crowd_work.submit_assignment(assignment_id=assignment.pk, worker=worker,
                                 data={"order": shown_order(assignment, [review_of[rank] for rank in order])})
+        # Prolific confirms the participant's submission (as the save's lookup or a sync would).
+        crowd_work.record_confirmation(assignment=assignment, confirmation="confirmed")
     return round
 
 

@@ -55,6 +55,7 @@ def crowd_project(owner, *, slug="crowd"):
             wanted = "a" if number < 4 else "b"  # a 4/5 majority for side a, whatever the left/right order
             choice = next(side for side in ("left", "right") if assignment.presentation[side] == wanted)
             services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
+            services.record_confirmation(assignment=assignment, confirmation="confirmed")  # as the provider's sync
 
     ranking = services.create_round(name="rank", task_type="ranking", workers_per_item=3, project=project)
     review_sets = [make_review_set(stored_images=True) for _ in range(2)]
@@ -69,6 +70,7 @@ def crowd_project(owner, *, slug="crowd"):
             order = sorted(assignment.presentation["review_order"])  # prompt-rank order: full agreement
             services.submit_assignment(assignment_id=assignment.pk, worker=worker,
                                        data={"order": shown_order(assignment, order)})
+            services.record_confirmation(assignment=assignment, confirmation="confirmed")
     return project, instances, restricted, workers
 
 

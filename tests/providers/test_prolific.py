@@ -152,19 +152,43 @@ def test_accepted_pay_call_stays_possibly_paid_until_it_settles(prolific_fake, r
     assert prolific_fake.total_bonus_paid() == 150 and len(prolific_fake.calls(PAY)) == 1
 
 
-def test_pay_call_that_never_settles_is_sent_again_after_the_window(prolific_fake, round_factory, settings):
+def test_pay_call_that_never_settles_stays_possibly_paid_until_a_researcher_resends_it(
+        prolific_fake, round_factory, settings):
     round = _round_owing_a_top_up(prolific_fake, round_factory)
     prolific_fake.fail_next(operation=PAY, status=503)  # refused before it took effect, as far as we can tell
     services.pay_round(round=round, top_up=True, providers={"prolific": provider()})
-    assert services.pay_round(round=round, providers={"prolific": provider()}).bonuses_unsettled == 1
+    payment = BonusPayment.objects.get()
+    # Long after the pay call nothing shows it: still possibly paid, reported with its age, never resent.
+    BonusPayment.objects.update(sent_at=timezone.now() - timedelta(seconds=settings.PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS + 5))
+    report = services.pay_round(round=round, providers={"prolific": provider()})
+    assert report.bonuses_unsettled == 1
+    [(payment_id, _worker, amount, age)] = report.awaiting_settlement
+    assert payment_id == payment.pk and amount == payment.amount
+    assert age >= settings.PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS + 5
     assert len(prolific_fake.calls(PAY)) == 1
-    # Nothing shows it long after the pay call: Prolific did not make that payment; send it once more.
-    BonusPayment.objects.update(sent_at=timezone.now() - timedelta(seconds=settings.PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS + 1))
-    services.pay_round(round=round, providers={"prolific": provider()})
+    assert BonusPayment.objects.get().status == BonusPayment.Status.SENDING
+    # The researcher resolves it explicitly: one more pay call.
+    services.resend_unsettled_bonus(payment_id=payment.pk, round=round, providers={"prolific": provider()})
     assert len(prolific_fake.calls(PAY)) == 2
     prolific_fake.settle_bonus_payments()
     assert services.pay_round(round=round, providers={"prolific": provider()}).bonuses_paid == 1
     assert prolific_fake.total_bonus_paid() == 150
+
+
+def test_resend_of_an_unsettled_bonus_is_refused_inside_the_window_and_for_settled_rows(
+        prolific_fake, round_factory, settings):
+    round = _round_owing_a_top_up(prolific_fake, round_factory)
+    services.pay_round(round=round, top_up=True, providers={"prolific": provider()})
+    payment = BonusPayment.objects.get()
+    with pytest.raises(services.ResendRefused, match="can be resent only"):
+        services.resend_unsettled_bonus(payment_id=payment.pk, round=round, providers={"prolific": provider()})
+    with pytest.raises(services.ResendRefused, match="has no bonus"):
+        services.resend_unsettled_bonus(payment_id=payment.pk + 99, round=round, providers={"prolific": provider()})
+    prolific_fake.settle_bonus_payments()
+    services.pay_round(round=round, providers={"prolific": provider()})
+    with pytest.raises(services.ResendRefused, match="not awaiting settlement"):
+        services.resend_unsettled_bonus(payment_id=payment.pk, round=round, providers={"prolific": provider()})
+    assert len(prolific_fake.calls(PAY)) == 1 and prolific_fake.total_bonus_paid() == 150
 
 
 def test_lost_study_creation_answer_found_on_a_later_page_of_studies(prolific_fake, round_factory):

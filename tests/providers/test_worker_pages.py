@@ -120,3 +120,40 @@ def test_pages_speak_the_rounds_language(mturk_fake, round_factory):
     assert "プレビューです。始めるには HIT を受諾してください。" in preview.content.decode()
     broken = Client().get(f"/work/mturk/{round.pk}/?assignmentId=ABC&hitId={hit.hit_id}&workerId=A1&turkSubmitTo=x")
     assert broken.status_code == 400 and "Mechanical Turk から開いてください" in broken.content.decode()
+
+
+def break_pair(item) -> None:
+    """Point side b at another instance's output, past every check (as a raw database edit would)."""
+    from annotation.models import WorkItem
+    from tests.annotation.factories import make_instance, make_outputs
+
+    other = make_outputs(instance=make_instance(), models=("gamma", "delta"))[0]
+    WorkItem.objects.filter(pk=item.pk).update(output_b=other)
+
+
+def test_mturk_preview_of_a_broken_item_is_a_clean_refusal(published_hit):
+    round, hit, _ = published_hit
+    break_pair(hit.item)
+    response = Client().get(f"/work/mturk/{round.pk}/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId={hit.hit_id}")
+    assert response.status_code == 409 and "cannot be shown" in response.content.decode()
+    assert not Assignment.objects.exists()
+
+
+def test_provider_task_page_whose_item_broke_is_refused_and_given_back(published_hit):
+    round, hit, assignment_id = published_hit
+    assert Client().get(mturk_url(round, hit, assignment_id)).status_code == 200
+    break_pair(hit.item)
+    response = Client().get(mturk_url(round, hit, assignment_id))
+    assert response.status_code == 409 and "given back" in response.content.decode()
+    assert Assignment.objects.get().status == Assignment.Status.RETURNED
+
+
+def test_prolific_page_of_a_broken_item_is_refused_not_a_500(prolific_fake, round_factory):
+    round = round_factory(items=1, workers_per_item=1)
+    services.publish_round(round=round, provider_name="prolific", provider=ProlificProvider(retry_pause=0))
+    started = prolific_fake.start_submission(Publication.objects.get(round=round).external_id)
+    url = started["study_url"].split("crowdbench.example.org", 1)[1]
+    assert Client().get(url).status_code == 200
+    break_pair(Assignment.objects.get().item)
+    response = Client().get(url)
+    assert response.status_code == 409 and "given back" in response.content.decode()

@@ -1,7 +1,8 @@
 """Approve a round's submitted work and send its bonuses; --top-up brings pay to the target wage once."""
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from providers import selectors, services
+from providers.base import ProviderError
 
 from ._common import round_from
 
@@ -14,10 +15,28 @@ class Command(BaseCommand):
         parser.add_argument("--top-up", action="store_true",
                             help="bonus each approved task up to the target hourly wage at the median time (once)")
         parser.add_argument("--feedback", default="")
+        parser.add_argument("--resend-unsettled", type=int, metavar="PAYMENT_ID",
+                            help="send again one bonus the provider still does not show after its settle window "
+                                 "(it may pay twice if the first call went through); nothing else is done")
 
     def handle(self, *args, **options):
         round = round_from(options["round"])
+        if options["resend_unsettled"] is not None:
+            try:
+                payment = services.resend_unsettled_bonus(payment_id=options["resend_unsettled"], round=round)
+            except ProviderError as error:
+                raise CommandError(error.message) from None
+            self.stderr.write(f"warning: bonus {payment.pk} was sent again; if the first pay call went through, "
+                              "the worker is paid twice")
+            self.stdout.write(f"bonus {payment.pk}: {payment.status}")
+            return
         report = services.pay_round(round=round, top_up=options["top_up"], feedback=options["feedback"])
+        if report.sync is not None:
+            for row in report.sync.forged:
+                self.stdout.write(f"  not paid, unknown to the provider (forged): {row}")
+            if report.sync.awaiting_confirmation:
+                self.stdout.write(f"  {report.sync.awaiting_confirmation} submission(s) not yet confirmed by the "
+                                  "provider: not paid yet")
         self.stdout.write(
             f"{report.approved} approved; top-up per task {report.top_up_per_task} {round.currency}; "
             f"{report.bonuses_granted} bonus(es) granted, {report.bonuses_paid} paid, "
@@ -26,6 +45,10 @@ class Command(BaseCommand):
         )
         for error in report.errors:
             self.stderr.write(f"  {error}")
+        for payment_id, worker, amount, age in report.awaiting_settlement:
+            self.stdout.write(f"  bonus {payment_id} ({amount} {round.currency} to {worker}) possibly paid, awaiting "
+                              f"settlement for {age if age is not None else '?'} s; rerun later, or resolve it with "
+                              f"--resend-unsettled {payment_id}")
         summary = selectors.pay_summary(round=round)
         self.stdout.write(
             f"median {summary['median_seconds']} s per task: {summary['effective_hourly_wage']}/h from the reward, "

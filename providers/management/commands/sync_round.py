@@ -21,7 +21,11 @@ class Command(BaseCommand):
             raise CommandError(f"{error}; nothing was lost, run the command again") from None
         self.stdout.write(
             f"{report.linked} linked, {report.recovered} recovered from the provider, "
-            f"{report.mirrored} review states taken over, {len(report.unmatched)} unmatched"
+            f"{report.mirrored} review states taken over, {len(report.unmatched)} unmatched; "
+            f"{report.confirmed} newly confirmed, {report.awaiting_confirmation} awaiting confirmation, "
+            f"{len(report.forged)} forged"
         )
         for row in report.unmatched:
             self.stdout.write(f"  unmatched: {row}")
+        for row in report.forged:
+            self.stdout.write(f"  forged (saved here, unknown to the provider; never counted or paid): {row}")

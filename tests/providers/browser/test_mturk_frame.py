@@ -34,7 +34,14 @@ class TurkSite:
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
-                fields = parse_qs(self.rfile.read(length).decode())
+                body = self.rfile.read(length).decode()
+                if not self.path.startswith("/mturk/externalSubmit"):
+                    # Not MTurk's API: the save's confirmation lookup ends here and waits for a sync.
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                fields = parse_qs(body)
                 site.submissions.append({key: values[0] for key, values in fields.items()})
                 self._answer(b"<!doctype html><p id='thanks'>HIT submitted</p>")
 
