@@ -5,6 +5,7 @@ from collections import Counter
 
 from django import forms
 from django.conf import settings
+from django.utils.crypto import salted_hmac
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -125,11 +126,15 @@ class PairwiseTask(TaskType):
         if item.gold_answer.get("winner") not in ("a", "b"):
             return None
         texts = side_texts(item)
+        # The sides appear in an order keyed to the item and the server's secret: stable across
+        # re-creations of the test, but the reference (side b) is not always second.
+        first = "a" if salted_hmac("pairwise-gold-question", str(item.pk)).digest()[0] & 1 else "b"
+        second = "b" if first == "a" else "a"
         return {
-            "text": f"Instruction: {item.output_a.instance.instruction}\n\nResponse A: {texts['a']}\n\n"
-                    f"Response B: {texts['b']}\n\nWhich response is better?",
-            "choices": [("a", "Response A"), ("b", "Response B")],
-            "expected": item.gold_answer["winner"],
+            "text": f"Instruction: {item.output_a.instance.instruction}\n\nResponse 1: {texts[first]}\n\n"
+                    f"Response 2: {texts[second]}\n\nWhich response is better?",
+            "choices": [("1", "Response 1"), ("2", "Response 2")],
+            "expected": "1" if item.gold_answer["winner"] == first else "2",
         }
 
     def judgment_queryset(self, assignments):

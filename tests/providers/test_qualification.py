@@ -27,7 +27,13 @@ def test_gold_items_become_a_scored_test_that_hits_can_require(mturk_fake, round
     assert "Pairwise judges &lt;v1&gt;" in created["Test"]
     key = ET.fromstring(created["AnswerKey"])
     expected = [option.text for option in key.iter(f"{{{ANSWER_KEY_NS}}}SelectionIdentifier")]
-    assert expected == ["b", "a"]
+    questions = gold_questions(round)
+    assert expected == [question.expected for question in questions]
+    gold_items = list(round.items.filter(is_gold=True).order_by("position"))
+    for question, item in zip(questions, gold_items, strict=True):
+        winner = item.output_a if item.gold_answer["winner"] == "a" else item.output_b
+        # The expected choice is the position where the gold winner's text is shown.
+        assert f"Response {question.expected}: {winner.text}" in question.text
     services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0),
                            options={"qualification_type_id": type_id, "qualification_min_score": 80})
     requirement = mturk_fake.calls("CreateHITType")[0].params["QualificationRequirements"][0]
@@ -41,6 +47,15 @@ def test_gold_items_become_a_scored_test_that_hits_can_require(mturk_fake, round
     worker = services.get_or_create_provider_worker(provider="mturk", external_id="APASSED")
     MTurkProvider(retry_pause=0).qualify(worker=worker, qualification=type_id, value=80)
     assert mturk_fake.accept_assignment(hit_id, "APASSED")
+
+
+def test_the_question_does_not_give_away_the_side(round_factory):
+    """Answer ids are positions, and the side shown first varies from item to item."""
+    round = round_factory(items=24, workers_per_item=1, gold_answers={n: {"winner": "b"} for n in range(24)})
+    questions = gold_questions(round)
+    assert {key for question in questions for key, _label in question.choices} == {"1", "2"}
+    expected = [question.expected for question in questions]
+    assert set(expected) == {"1", "2"}, "side b was shown in the same place in all 24 questions"
 
 
 def test_round_without_scorable_gold_is_refused(mturk_fake, round_factory):
