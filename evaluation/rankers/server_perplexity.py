@@ -52,13 +52,17 @@ def review_log_probs(logprobs: dict | None, *, prefix_length: int, prompt_length
     return selected
 
 
-class ServerPerplexityRanker(PerplexityPrefixes):
-    kind = "server-perplexity"
+class PromptLogprobsRanker(PerplexityPrefixes):
+    """What the rankers that score reviews by prompt log-probabilities from an OpenAI-compatible
+    server share: the model, the run (cache, budget, accounting) and the progress callbacks."""
+
     uses_llm = True
     needs_scores_file = False
+    # Recorded with every score: which prefix wording and which way of asking produced it.
+    prompt_version_label = ""
 
     @classmethod
-    def from_options(cls, options) -> ServerPerplexityRanker:
+    def from_options(cls, options):
         return cls(model=options.model, run=options.run, progress=options.progress, on_requests=options.on_requests)
 
     def __init__(
@@ -66,25 +70,31 @@ class ServerPerplexityRanker(PerplexityPrefixes):
         *,
         model: str | None = None,
         prefixes: dict[str, str] | None = None,
-        logprobs: int = 1,
-        max_tokens: int = 1,
         run: LLMRun | None = None,
         client: LLMClient | None = None,
         progress: Callable[[LLMResult], object] | None = None,
         on_requests: Callable[[int], object] | None = None,
     ):
-        # max_tokens=1 by default: some servers refuse 0; the one generated token is not scored.
         self.model = model
         self.model_name = model or (client.config.model if client else "") or ""
         self.prefixes = prefixes or PERPLEXITY_PREFIXES
-        self.logprobs = logprobs
-        self.max_tokens = max_tokens
         self.run = run
         self.client = client
         self.progress = progress
         self.on_requests = on_requests
-        self.prompt_version = f"perplexity-prefix@{PERPLEXITY_PREFIX_VERSION}"
+        self.prompt_version = f"{self.prompt_version_label}@{PERPLEXITY_PREFIX_VERSION}"
         self.unscored: list[Unscored] = []
+
+
+class ServerPerplexityRanker(PromptLogprobsRanker):
+    kind = "server-perplexity"
+    prompt_version_label = "perplexity-prefix"
+
+    def __init__(self, *, logprobs: int = 1, max_tokens: int = 1, **common):
+        # max_tokens=1 by default: some servers refuse 0; the one generated token is not scored.
+        super().__init__(**common)
+        self.logprobs = logprobs
+        self.max_tokens = max_tokens
 
     def requests_for(self, items: Sequence[ReviewItem]):
         return [

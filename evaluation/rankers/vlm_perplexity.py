@@ -28,15 +28,14 @@ with a failed request, a missing image or an unusable answer is reported in ``un
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llm.client import LLMClient, LLMResult, chat_request, image_url, run_batch
-from llm.models import LLMRun
+from llm.client import LLMResult, chat_request, image_url, run_batch
 
-from .base import PERPLEXITY_PREFIX_VERSION, PERPLEXITY_PREFIXES, PerplexityPrefixes, ReviewItem, Unscored, scores_frame
+from .base import ReviewItem, Unscored, scores_frame
 from .local_perplexity import perplexity_from_log_probs
-from .server_perplexity import PromptLogprobsError
+from .server_perplexity import PromptLogprobsError, PromptLogprobsRanker
 
 PURPOSE = "irr_vlm_perplexity"
 
@@ -90,36 +89,13 @@ def review_tokens(prefix: Sequence[PromptToken], full: Sequence[PromptToken]) ->
     return scored
 
 
-class VLMPerplexityRanker(PerplexityPrefixes):
+class VLMPerplexityRanker(PromptLogprobsRanker):
     kind = "vlm-perplexity"
-    uses_llm = True
-    needs_scores_file = False
+    prompt_version_label = "vlm-perplexity-prefix"
 
-    @classmethod
-    def from_options(cls, options) -> VLMPerplexityRanker:
-        return cls(model=options.model, run=options.run, progress=options.progress, on_requests=options.on_requests)
-
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        prefixes: dict[str, str] | None = None,
-        prompt_logprobs: int = 0,
-        run: LLMRun | None = None,
-        client: LLMClient | None = None,
-        progress: Callable[[LLMResult], object] | None = None,
-        on_requests: Callable[[int], object] | None = None,
-    ):
-        self.model = model
-        self.model_name = model or (client.config.model if client else "") or ""
-        self.prefixes = prefixes or PERPLEXITY_PREFIXES
+    def __init__(self, *, prompt_logprobs: int = 0, **common):
+        super().__init__(**common)
         self.prompt_logprobs = prompt_logprobs
-        self.run = run
-        self.client = client
-        self.progress = progress
-        self.on_requests = on_requests
-        self.prompt_version = f"vlm-perplexity-prefix@{PERPLEXITY_PREFIX_VERSION}"
-        self.unscored: list[Unscored] = []
         # (item_id, review_id) -> the review's tokens as scored, for inspection.
         self.scored_tokens: dict[tuple[str, str], list[PromptToken]] = {}
 
