@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from annotation.models import Assignment, WorkItem
 from annotation.selectors import pairwise_battles, ranking_judgments
+from annotation.task_types.ranking import shown_order
 from mturk.models import HIT
 from mturk.provider import ANSWERS_FIELD, MTurkProvider, encode_answers
 from projects.releases import make_release
@@ -49,7 +50,7 @@ def rank_on_prolific(round, *, participant: str, study: str, session: str):
     """A participant's visit to the study link and the save of a full-agreement ranking."""
     assignment, token, action = page_and_token(
         f"/work/prolific/{round.pk}/?PROLIFIC_PID={participant}&STUDY_ID={study}&SESSION_ID={session}")
-    saved = save(action, token, {"order": sorted(assignment.presentation["review_order"])})
+    saved = save(action, token, {"order": shown_order(assignment, sorted(assignment.presentation["review_order"]))})
     assert saved.status_code == 201, saved.content  # the save itself is accepted: it is the worker's answer
     assert "complete?cc=" in saved.json()["redirect_url"]
     return Assignment.objects.get(pk=assignment.pk)
@@ -184,7 +185,7 @@ def test_a_repeated_save_asks_the_provider_once(prolific_fake, ranking_project):
     _project, round, study_id = ranking_project
     url = f"/work/prolific/{round.pk}/?PROLIFIC_PID=FAKEPID9&STUDY_ID={study_id}&SESSION_ID=FAKESESSION9"
     assignment, token, action = page_and_token(url)
-    answers = {"order": sorted(assignment.presentation["review_order"])}
+    answers = {"order": shown_order(assignment, sorted(assignment.presentation["review_order"]))}
     assert save(action, token, answers).status_code == 201
     for _ in range(3):  # double clicks, retries, a loop: the stored answer, no more provider calls
         assert save(action, token, answers).status_code == 200
