@@ -3,7 +3,6 @@ made-up MTurk assignment and worker ids with a real HIT id. The pages save the a
 work completes nothing, and sync reports it as forged."""
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from urllib.parse import quote
 
@@ -63,20 +62,7 @@ def test_forged_mturk_ids_in_the_framed_page_complete_nothing(
         task = (f"{live_server.url}/work/mturk/{round.pk}/?assignmentId=3FORGEDASSIGNMENT1&hitId={hit.hit_id}"
                 f"&workerId=AFORGED1&turkSubmitTo={quote(turk.url, safe='')}")
         settings.MTURK_ENDPOINT_URL = turk.url  # the stand-in worker site is an allowed turkSubmitTo
-        context = browser.new_context()
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        page.goto(f"{turk.url}/hit?src={quote(task, safe='')}")
-        frame = page.frame_locator("#hit")
-        frame.locator("#task-form[data-ready=true]").wait_for()
-        frame.locator("label[for=choice-right]").click()
-        frame.locator("#submit-button").click()
-        frame.locator("#thanks").wait_for()
-        context.close()
-        for _ in range(50):
-            if turk.submissions:
-                break
-            time.sleep(0.1)
+        turk.choose_right_and_submit(browser, task)
     settings.MTURK_ENDPOINT_URL = mturk_fake.url
     assignment = Assignment.objects.get()
     assert assignment.status == "submitted" and assignment.confirmation == "unconfirmed"

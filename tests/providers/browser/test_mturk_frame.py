@@ -67,6 +67,27 @@ class TurkSite:
         self.server.shutdown()
         self.server.server_close()
 
+    def choose_right_and_submit(self, browser, task_url: str) -> list[str]:
+        """As a worker on MTurk: open the HIT framing ``task_url``, pick the right-hand response,
+        submit, and wait for the post to externalSubmit. Returns the page's script errors."""
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{self.url}/hit?src={quote(task_url, safe='')}")
+        frame = page.frame_locator("#hit")
+        frame.locator("#task-form[data-ready=true]").wait_for()
+        frame.locator("label[for=choice-right]").click()
+        frame.locator("#submit-button").click()
+        frame.locator("#thanks").wait_for()
+        context.close()
+        for _ in range(50):
+            if self.submissions:
+                break
+            time.sleep(0.1)
+        return errors
+
 
 def test_framed_task_saves_here_then_posts_to_external_submit(
     browser, live_server, mturk_fake, round_factory, settings,  # noqa: F811
@@ -79,22 +100,7 @@ def test_framed_task_saves_here_then_posts_to_external_submit(
         settings.MTURK_ENDPOINT_URL = turk.url  # the configured endpoint is an allowed turkSubmitTo
         task = (f"{live_server.url}/work/mturk/{round.pk}/?assignmentId={assignment_id}&hitId={hit.hit_id}"
                 f"&workerId=AFRAMED1&turkSubmitTo={quote(turk.url, safe='')}")
-        context = browser.new_context()
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(f"{turk.url}/hit?src={quote(task, safe='')}")
-        frame = page.frame_locator("#hit")
-        frame.locator("#task-form[data-ready=true]").wait_for()
-        frame.locator("label[for=choice-right]").click()
-        frame.locator("#submit-button").click()
-        frame.locator("#thanks").wait_for()
-        context.close()
-        for _ in range(50):
-            if turk.submissions:
-                break
-            time.sleep(0.1)
+        errors = turk.choose_right_and_submit(browser, task)
     assert errors == []
     assert len(turk.submissions) == 1
     assert turk.submissions[0]["assignmentId"] == assignment_id
