@@ -152,3 +152,28 @@ class RateLimitMiddleware:
                     headers={"Retry-After": str(retry_after)},
                 )
         return None
+
+
+class ServiceErrorPageMiddleware:
+    """Pages answer a service's refusal with its status and message, as the API's handler does.
+
+    DRF views handle their own exceptions first (``crowdbench.api_errors``); this covers the
+    server-rendered pages, so no view catches service errors by hand.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        from django.shortcuts import render
+
+        from .errors import ServiceError
+
+        if not isinstance(exception, ServiceError):
+            return None
+        if request.path.startswith("/api/"):
+            return refusal(request, exception.message, exception.status_code)
+        return render(request, "message.html", {"message": exception.message}, status=exception.status_code)

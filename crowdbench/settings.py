@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "evaluation",
     "llm",
     "projects",
+    "cockpit",
 ]
 
 MIDDLEWARE = [
@@ -96,6 +97,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "crowdbench.middleware.RateLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "crowdbench.middleware.ServiceErrorPageMiddleware",
 ]
 
 ROOT_URLCONF = "crowdbench.urls"
@@ -108,6 +110,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "cockpit.context_processors.roles",
                 "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
@@ -297,6 +300,8 @@ LOGGING["loggers"].setdefault("httpx", {"level": "WARNING"})
 # --- Crowd work (annotation) -----------------------------------------------------------------------
 # Local users in this group may take tasks on the worker pages (/work/).
 ANNOTATION_WORKER_GROUP = os.environ.get("ANNOTATION_WORKER_GROUP", "workers")
+# Users in this group (and superusers) use the researcher cockpit; data stays scoped to projects.
+RESEARCHER_GROUP = os.environ.get("RESEARCHER_GROUP", "researchers")
 # Licenses a worker may choose for an image they supply (VisIT-Bench asks for permissive ones).
 ANNOTATION_PERMISSIVE_LICENSES = env_list(
     "ANNOTATION_PERMISSIVE_LICENSES",

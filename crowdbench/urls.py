@@ -13,6 +13,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
+    path("projects/", include("cockpit.urls")),
     path("work/", include("annotation.urls")),
     path("work/", include("providers.urls")),  # pages for workers sent by MTurk and Prolific
     path("api/work/", include(annotation_api_patterns)),

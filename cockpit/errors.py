@@ -1,0 +1,8 @@
+"""Refusals of the cockpit itself (the services raise their own)."""
+from crowdbench.errors import ServiceError
+
+
+class NotAResearcher(ServiceError):
+    """Only researchers may use the cockpit."""
+
+    status_code = 403

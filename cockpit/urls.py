@@ -1,0 +1,13 @@
+"""The researcher cockpit under /projects/: one URL list per area module."""
+from .views import board, projects, results, review, rounds, workers
+
+app_name = "cockpit"
+
+urlpatterns = (
+    projects.urlpatterns
+    + board.urlpatterns
+    + rounds.urlpatterns
+    + review.urlpatterns
+    + workers.urlpatterns
+    + results.urlpatterns
+)

@@ -1,0 +1,1 @@
+"""Cockpit pages, one module per area; each module owns its ``urlpatterns``."""

@@ -1,0 +1,65 @@
+"""Projects: the researcher's list, a new project, members. The dashboard is in ``board``."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.urls import path
+from django.views.decorators.http import require_http_methods
+
+from projects.models import Membership
+from projects.selectors import projects_for_user
+from projects.services import create_project, remove_member, set_member
+
+from ..access import is_owner, owned_project_for, project_for, researcher_required
+from ..forms import MemberForm, ProjectForm
+
+
+@researcher_required
+def project_list(request):
+    projects = projects_for_user(request.user).prefetch_related("memberships")
+    return render(request, "cockpit/project_list.html", {"projects": projects})
+
+
+@researcher_required
+@require_http_methods(["GET", "POST"])
+def project_new(request):
+    form = ProjectForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        project = create_project(owner=request.user, **form.cleaned_data)
+        messages.success(request, f"Project '{project.name}' created.")
+        return redirect("cockpit:project", slug=project.slug)
+    return render(request, "cockpit/project_new.html", {"form": form})
+
+
+@researcher_required
+@require_http_methods(["GET", "POST"])
+def project_members(request, slug: str):
+    project = project_for(request, slug)
+    form = MemberForm(request.POST or None)
+    if request.method == "POST":
+        project = owned_project_for(request, slug)
+        if "remove" in request.POST:
+            membership = project.memberships.filter(pk=request.POST.get("remove")).select_related("user").first()
+            if membership is not None:
+                remove_member(project=project, user=membership.user)
+                messages.success(request, f"{membership.user.get_username()} removed.")
+            return redirect("cockpit:members", slug=slug)
+        if form.is_valid():
+            set_member(project=project, user=form.cleaned_data["username"], role=form.cleaned_data["role"])
+            messages.success(request, f"{form.cleaned_data['username'].get_username()} is now {form.cleaned_data['role']}.")
+            return redirect("cockpit:members", slug=slug)
+    memberships = project.memberships.select_related("user")
+    return render(
+        request,
+        "cockpit/members.html",
+        {"project": project, "memberships": memberships, "form": form,
+         "can_manage": is_owner(request, project), "owner_role": Membership.Role.OWNER,
+         "cockpit_section": "members"},
+    )
+
+
+urlpatterns = [
+    path("", project_list, name="projects"),
+    path("new/", project_new, name="project-new"),
+    path("<slug:slug>/members/", project_members, name="members"),
+]
