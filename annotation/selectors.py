@@ -1,6 +1,7 @@
 """Reads of crowd work: what a worker may do, round progress and spend, and judgments for evaluation."""
 from __future__ import annotations
 
+import logging
 import statistics
 from decimal import Decimal
 
@@ -9,7 +10,10 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from .models import Assignment, CollectionRound, Worker
-from .task_types import task_types_yielding
+from .services import _BROKEN_ITEM_ERRORS
+from .task_types import get_task_type, task_types_yielding
+
+logger = logging.getLogger(__name__)
 
 BATTLE_COLUMNS = [
     "round_id", "item_id", "assignment_id", "instance_id", "category", "model_a", "model_b",
@@ -105,3 +109,14 @@ def round_progress(*, round: CollectionRound) -> dict:
         "effective_hourly_wage": effective_wage,
         "target_hourly_wage": round.target_hourly_wage,
     }
+
+
+def submission_review(*, assignment: Assignment) -> dict:
+    """A submission as its task type shows it to a reviewer: ``{"template", "review"}``, or
+    ``{"error"}`` when its stored item no longer fits the type (written past the checks, say)."""
+    handler = get_task_type(assignment.round.task_type)
+    try:
+        return {"template": handler.review_template_name, "review": handler.review_context(assignment)}
+    except _BROKEN_ITEM_ERRORS:
+        logger.exception("assignment %s: its submission cannot be shown for review", assignment.pk)
+        return {"error": "This submission's item no longer fits its task type; it cannot be shown."}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from annotation.models import CollectionRound
+from annotation.models import Assignment, CollectionRound
 from datasets_app.models import Instance, InstructionFamily, ModelOutput, ReviewSet
 
 from .errors import ProjectNotFound
@@ -64,6 +64,11 @@ def review_sets_for_user(user):
 
 def rounds_for_user(user):
     return CollectionRound.objects.filter(project__in=projects_for_user(user))
+
+
+def submissions_for_user(user):
+    """Submitted assignments of the rounds of the user's projects (the review queue's rows)."""
+    return Assignment.objects.submitted().filter(round__project__in=projects_for_user(user))
 
 
 def releases_for_user(user) -> QuerySet[Release]:

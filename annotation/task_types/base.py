@@ -25,6 +25,10 @@ class TaskType:
     label: ClassVar[str]
     # A template path, or any object with render(context) (a django Template), included in the page.
     template_name: ClassVar[Any]
+    # The researcher's view of a submission in the review queue: a template path (or an object with
+    # render(context)) given ``review``, the dict ``review_context`` returns. The default lists the
+    # worker's answers only; each type shows what its worker saw.
+    review_template_name: ClassVar[Any] = "annotation/review/answers.html"
     # The type's page script under static/, loaded after the shared annotation/work.js; None for none.
     script_name: ClassVar[str | None] = None
     # Short worker-facing instructions, marked for translation in each module.
@@ -119,6 +123,11 @@ class TaskType:
         """The stored submission in the terms the worker's page used (shown ids, left/right): what a
         worker is told back after submitting. Never ``result``, which names item sides and targets."""
         return dict(assignment.payload or {})
+
+    def review_context(self, assignment: Assignment) -> dict:
+        """A submitted assignment as its worker saw it (``context``: texts in the order shown) and what
+        they answered, for the researcher's review; plain data, escaped by the review template."""
+        return {"task": self.context(assignment), "answers": self.answers(assignment)}
 
     def apply(self, assignment: Assignment, *, uploads: dict) -> None:
         """Effects on the benchmark data of an accepted submission."""

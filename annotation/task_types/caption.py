@@ -42,6 +42,7 @@ class CaptionTask(TaskType):
     key = "caption"
     label = gettext_lazy("Instruction-conditioned caption")
     template_name = "annotation/tasks/caption.html"
+    review_template_name = "annotation/review/caption.html"
     form_class = CaptionForm
     target_model = Instance
     target_fields = ("instance",)
@@ -59,6 +60,13 @@ class CaptionTask(TaskType):
 
     def context(self, assignment):
         return {"instance": instance_view(assignment.item.instance)}
+
+    def review_context(self, assignment):
+        """Each image of the instance beside the caption the worker wrote for it."""
+        task = self.context(assignment)
+        captions = assignment.payload["captions"]
+        return {"task": task, "pairs": [{"image": image, "caption": caption}
+                                        for image, caption in zip(task["instance"]["images"], captions)]}
 
     def form_kwargs(self, assignment):
         return {"image_count": assignment.item.instance.image_links.count()}

@@ -110,6 +110,7 @@ class InstructionGeneration(TaskType):
     key = "instruction_generation"
     label = gettext_lazy("Instruction generation")
     template_name = "annotation/tasks/instruction_generation.html"
+    review_template_name = "annotation/review/instruction_generation.html"
     script_name = "annotation/tasks/instruction_generation.js"
     form_class = InstructionGenerationForm
     target_model = InstructionFamily
@@ -137,6 +138,23 @@ class InstructionGeneration(TaskType):
             "min_images": self.image_limits(family)[0],
             "max_images": self.image_limits(family)[1],
         }
+
+    def review_context(self, assignment):
+        """The family's example the worker saw, and the instruction and images they supplied (stored
+        images as stored; each with the license, creator and source they gave)."""
+        payload = assignment.payload
+        stored = {}
+        image_ids = (assignment.result or {}).get("image_ids") or []
+        if image_ids:
+            stored = {image.pk: image for image in Image.objects.filter(pk__in=image_ids)}
+        images = []
+        for index, entry in enumerate(payload["images"]):
+            image = stored.get(image_ids[index]) if index < len(image_ids) else None
+            images.append({
+                "url": image.display_url if image is not None else entry.get("image_url", ""),
+                "license": entry["license"], "creator": entry["creator"], "source_url": entry["source_url"],
+            })
+        return {"task": self.context(assignment), "instruction": payload["instruction"], "images": images}
 
     def image_limits(self, family) -> tuple[int, int]:
         """(fewest, most) images a submission for ``family`` must have."""

@@ -38,6 +38,7 @@ class PairwiseTask(TaskType):
     key = "pairwise"
     label = gettext_lazy("Pairwise preference")
     template_name = "annotation/tasks/pairwise.html"
+    review_template_name = "annotation/review/pairwise.html"
     script_name = "annotation/tasks/pairwise.js"
     form_class = PairwiseForm
     target_fields = ("output_a", "output_b", "reference")

@@ -75,6 +75,7 @@ class RankingTask(TaskType):
     key = "ranking"
     label = gettext_lazy("Review ranking")
     template_name = "annotation/tasks/ranking.html"
+    review_template_name = "annotation/review/ranking.html"
     script_name = "annotation/tasks/ranking.js"
     form_class = RankingForm
     target_model = ReviewSet
@@ -122,6 +123,15 @@ class RankingTask(TaskType):
 
     def answers(self, assignment):
         return {"order": shown_order(assignment, assignment.payload["order"])}
+
+    def review_context(self, assignment):
+        """The reviews in the order the page showed them, and the worker's ranking (best first), each
+        review with its place in the shown order."""
+        task = self.context(assignment)
+        texts = dict(assignment.item.review_set.reviews.values_list("pk", "text"))
+        shown_place = {pk: place for place, pk in enumerate(assignment.presentation["review_order"], 1)}
+        ranking = [{"text": texts[pk], "shown_place": shown_place[pk]} for pk in assignment.payload["order"]]
+        return {"task": task, "images": [task["image"]], "ranking": ranking}
 
     def simulate(self, *, assignment, rng, accuracy):
         shown = list(shown_review_ids(assignment).values())

@@ -47,6 +47,7 @@ class VerificationTask(TaskType):
     key = "verification"
     label = gettext_lazy("Reference verification")
     template_name = "annotation/tasks/verification.html"
+    review_template_name = "annotation/review/verification.html"
     form_class = VerificationForm
     target_model = ReferenceCandidate
     target_fields = ("candidate",)
@@ -67,6 +68,13 @@ class VerificationTask(TaskType):
             "candidate": {"text": candidate.text},
             "outcomes": [{"value": str(value), "label": str(label)} for value, label in WORKER_OUTCOMES],
         }
+
+    def review_context(self, assignment):
+        """The page's instance, captions and candidate, and the worker's judgment in the page's words."""
+        labels = {str(value): str(label) for value, label in WORKER_OUTCOMES}
+        answers = self.answers(assignment)
+        return {"task": self.context(assignment), "answers": answers,
+                "outcome_label": labels.get(answers.get("outcome"), answers.get("outcome"))}
 
     def result(self, assignment):
         return {"outcome": assignment.payload["outcome"], "harmful": assignment.payload["harmful"]}
