@@ -146,7 +146,7 @@ def test_forged_ids_of_another_project_refuse_the_whole_request(client, research
     # Through the other project's slug (not a member there) nothing is found either.
     assert decide(client, other, [theirs.pk], "approve").status_code == 404
     for ids, problem in [(["1; DROP TABLE"], "submission 1"), ([], "Choose at least one submission."),
-                         ([str(mine.pk), "2.5"], "submission 2")]:
+                         ([str(mine.pk), "2.5"], "submission 2"), ([10**20], "submission 1")]:
         response = decide(client, project, ids, "approve")
         assert response.status_code == 400 and problem in response.content.decode(), ids
     assert decide(client, project, [mine.pk], "delete").status_code == 400

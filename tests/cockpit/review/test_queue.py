@@ -174,12 +174,13 @@ def test_bad_filters_are_refused_with_their_name_and_foreign_rounds_or_workers_a
     theirs = pairwise_submission(other_project)
     client = login(client, researcher)
     for query, name in [({"status": "secret"}, "status"), ({"round": theirs.round_id}, "round"),
-                        ({"worker": theirs.worker_id}, "worker"), ({"round": "x"}, "round")]:
+                        ({"worker": theirs.worker_id}, "worker"), ({"round": "x"}, "round"),
+                        ({"round": 10**20}, "round"), ({"worker": 10**20}, "worker")]:
         response = client.get(queue_url(project, **query))
         assert response.status_code == 400, query
         assert f"Unknown filter value, {name}:" in response.content.decode()
     # A page number past the end (or not a number) shows the last (or first) page, never an error.
-    for page in ("999", "abc", "-1"):
+    for page in ("999", "abc", "-1", str(10**30)):
         response = client.get(queue_url(project, page=page))
         assert response.status_code == 200 and f'id="submission-{mine.pk}"' in response.content.decode()
 
