@@ -22,7 +22,8 @@ UPLOADS = {
     "predictions": ("Predictions file", import_predictions_upload,
                     "CSV: instruction, image (or images, a JSON list), one '<model> prediction' column per model."),
     "review-sets": ("IRR review sets", import_review_sets_upload,
-                    "CSV or JSON lines: item_id, language, category, image_url, license, source, five reviews."),
+                    "CSV or JSON lines: item_id, language (en or ja), category, image_url, license, creator, source_url, "
+                    "review_1 … review_5 (or a reviews list)."),
     "families": ("Instruction families", import_families_upload,
                  "JSON lines: name, description, multi_image, seed_instruction, seed_response, "
                  "seed_image_urls, license."),
@@ -92,7 +93,8 @@ def upload(request, slug: str, what: str):
     label, service, _ = UPLOADS[what]
     form = UploadForm(request.POST, request.FILES, prefix=what)
     if not form.is_valid():
-        messages.error(request, f"{label}: choose a file to upload.")
+        problem = " ".join(form.errors.get("file", [])) or "choose a file to upload."
+        messages.error(request, f"{label}: {problem}")
         return _board(request, project, status=400)
     report = service(project=project, upload=form.cleaned_data["file"])
     messages.success(request, report.summary())
