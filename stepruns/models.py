@@ -9,6 +9,8 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import models
 
+from llm.steps import format_usd
+
 
 class StepRun(models.Model):
     """One LLM step over a project's data, run in the background with a budget."""
@@ -45,6 +47,11 @@ class StepRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} ({self.status})"
+
+    @property
+    def cost_shown(self) -> str:
+        """The cost in USD without trailing zeros (0.02169600 → 0.021696)."""
+        return format_usd(self.cost_usd)
 
     @property
     def is_active(self) -> bool:

@@ -138,3 +138,64 @@ def test_only_owners_start_runs_and_only_members_see_them(client, project, colla
     client.logout()
     assert start(client, project, "generate_references").status_code == 302  # to the login page
     assert StepRun.objects.count() == 1
+
+
+def test_generate_outputs_for_the_projects_verified_instances(owner_client, project, llm_settings,
+                                                              django_capture_on_commit_callbacks):
+    from datasets_app.models import ModelOutput
+
+    verified = [project_instance(project, status=S.VERIFIED) for _ in range(2)]
+    project_instance(project, status=S.AWAITING_REFERENCE)
+    with django_capture_on_commit_callbacks(execute=True):
+        start(owner_client, project, "generate_outputs", model="cheap-model", output_name="cheap-v1")
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.SUCCEEDED and run.parameters == {"output_name": "cheap-v1"}
+    assert sorted(ModelOutput.objects.filter(model_name="cheap-v1").values_list("instance_id", flat=True)) == [
+        i.pk for i in verified]
+    assert run.model == "cheap-model" and run.result == {"model": "cheap-v1"}
+
+
+def test_rank_reviews_with_the_chat_ranker(owner_client, project, settings, django_capture_on_commit_callbacks):
+    from datasets_app.models import ReviewSet
+    from evaluation.models import ReviewScore
+    from fakes.openai_server import FakeOpenAIServer
+    from tests.annotation.factories import make_review_set
+
+    sets = [make_review_set(language=language) for language in ("en", "ja")]
+    ReviewSet.objects.filter(pk__in=[s.pk for s in sets]).update(project=project)
+    make_review_set(language="en")  # another project's
+    with FakeOpenAIServer(responder=lambda endpoint, body: "A > B > C > D > E") as server:
+        settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL = server.base_url, "", MODEL
+        settings.LLM_PRICES, settings.LLM_MAX_RETRIES = {MODEL: {"input": 1, "output": 1}}, 0
+        with django_capture_on_commit_callbacks(execute=True):
+            start(owner_client, project, "rank_reviews", ranker="chat", language="")
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.SUCCEEDED, run.summary
+    assert run.summary.startswith("chat: 2 of 2 review sets scored (10 review scores stored)")
+    assert set(ReviewScore.objects.values_list("review__review_set__project", flat=True)) == {project.pk}
+    assert run.cost_usd > 0 and (run.done, run.total) == (2, 2)
+
+
+def test_generate_reviews_for_the_projects_images(owner_client, project, settings, django_capture_on_commit_callbacks):
+    import json
+
+    from datasets_app.models import ReviewSet, Source
+    from fakes.openai_server import FakeOpenAIServer
+    from tests.annotation.factories import make_review_set
+
+    imported = make_review_set(language="en", stored_images=True)
+    ReviewSet.objects.filter(pk=imported.pk).update(project=project)
+    make_review_set(language="en", stored_images=True)  # another project's image
+    answer = json.dumps({"reviews": [{"level": level, "text": f"Review at level {level}."} for level in range(1, 6)]})
+    with FakeOpenAIServer(responder=lambda endpoint, body: answer) as server:
+        settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL = server.base_url, "", MODEL
+        settings.LLM_PRICES, settings.LLM_MAX_RETRIES = {MODEL: {"input": 1, "output": 1}}, 0
+        with django_capture_on_commit_callbacks(execute=True):
+            start(owner_client, project, "generate_reviews", languages=["en", "ja"])
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.SUCCEEDED, run.summary
+    generated = ReviewSet.objects.filter(source=Source.LLM)
+    assert sorted(generated.values_list("language", flat=True)) == ["en", "ja"]
+    assert set(generated.values_list("project", flat=True)) == {project.pk}
+    assert set(generated.values_list("image", flat=True)) == {imported.image_id}
+    assert sorted(run.result["review_set_ids"]) == sorted(generated.values_list("pk", flat=True))
