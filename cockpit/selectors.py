@@ -44,12 +44,20 @@ class Stage:
     crowd_action: str = ""
 
     @property
-    def next_action(self) -> str:
-        """e.g. "12 instances await a reference: generate"."""
-        verbs = [action.action for action in self.actions if action.pending] or (
+    def headline(self) -> str:
+        """e.g. "12 instances awaiting reference candidate"."""
+        return f"{self.count} instance{'s' if self.count != 1 else ''} {self.label.lower()}"
+
+    @property
+    def next_actions(self) -> list[str]:
+        return [action.action for action in self.actions if action.pending] or (
             [self.crowd_action] if self.crowd_action and self.count else [])
-        return f"{self.count} instance{'s' if self.count != 1 else ''} {self.label.lower()}" + (
-            f": {', '.join(verbs)}" if verbs else "")
+
+    @property
+    def next_action(self) -> str:
+        """e.g. "12 instances awaiting reference candidate: generate"."""
+        verbs = self.next_actions
+        return self.headline + (f": {', '.join(verbs)}" if verbs else "")
 
 
 def instance_stages(project) -> list[Stage]:

@@ -62,8 +62,8 @@ def test_stage_counts_and_next_actions(known_board):
 def test_the_owner_sees_the_board_with_its_actions(client, known_board, researcher):
     client.login(username=researcher.username, password=PASSWORD)
     page = client.get(reverse("cockpit:project", args=[known_board.slug])).content.decode()
-    assert "3 instances awaiting reference candidate: generate" in page
-    assert 'href="#start-generate_references"' in page
+    assert "3 instances awaiting reference candidate:</span>" in page
+    assert '<a class="button small" href="#start-generate_references">generate</a>' in page
     assert 'action="/projects/study-a/board/run/judge_outputs/"' in page
     assert 'action="/projects/study-a/board/upload/predictions/"' in page
     assert 'enctype="multipart/form-data"' in page
@@ -73,7 +73,7 @@ def test_a_collaborator_sees_the_board_without_starting_or_uploading(client, kno
     client.login(username=collaborator.username, password=PASSWORD)
     response = client.get(reverse("cockpit:project", args=[known_board.slug]))
     page = response.content.decode()
-    assert response.status_code == 200 and "3 instances awaiting reference candidate" in page
+    assert response.status_code == 200 and "3 instances awaiting reference candidate: generate" in page
     assert "/board/run/" not in page and "/board/upload/" not in page
 
 

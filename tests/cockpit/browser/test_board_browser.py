@@ -31,6 +31,8 @@ def test_owner_uploads_predictions_judges_them_and_the_model_is_rated(page, rese
     log_in_researcher(page, researcher.username, f"/projects/{project.slug}/")
     expect(page.locator("tr[data-stage='verified'] .count")).to_have_text("2")
     expect(page.locator("table.models")).to_contain_text("model-x")
+    page.locator("tr[data-stage='verified'] a.button", has_text="generate outputs").click()
+    expect(page.locator("#start-generate_outputs")).to_have_attribute("open", "")
 
     content = predictions_csv(instances, text=lambda n: f"A much longer and more careful answer {n} " * 4)
     page.set_input_files("#id_predictions-file", files=[
