@@ -72,3 +72,27 @@ def test_one_model_alone_needs_the_reference(client, researcher, project, board_
                            judge_form(["model-x"], reference="none"))
     assert response.status_code == 400 and "one model and the reference" in response.content.decode()
     assert not StepRun.objects.exists()
+
+
+def test_models_of_another_project_cannot_be_judged(client, researcher, project, board_with_models, make_researcher,
+                                                    llm_settings):
+    from projects.services import create_project
+
+    from .conftest import judged_instance
+
+    judged_instance(create_project(name="B", slug="b", owner=make_researcher("bob")), models=("secret-a", "secret-b"))
+    client.login(username=researcher.username, password=PASSWORD)
+    response = client.post(reverse("cockpit:start-step", args=[project.slug, "judge_outputs"]),
+                           judge_form(["secret-a", "secret-b"]))
+    assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
+    assert "secret-a" not in client.get(reverse("cockpit:project", args=[project.slug])).content.decode()
+    assert not StepRun.objects.exists()
+
+
+def test_an_uploaded_model_name_is_shown_escaped(client, researcher, project, board_with_models):
+    client.login(username=researcher.username, password=PASSWORD)
+    content = predictions_csv(board_with_models, model="<img src=x onerror=alert(1)>")
+    response = upload(client, project, "predictions", "preds.csv", content)
+    for url in (response.url, reverse("cockpit:project", args=[project.slug])):
+        page = client.get(url).content.decode()
+        assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
