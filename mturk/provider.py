@@ -394,6 +394,14 @@ class MTurkProvider(CrowdProvider):
         for hit in publication.hits.all():
             self._call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=past)
 
+    def extend(self, *, publication, round) -> None:
+        """A fresh lifetime for every HIT of the publication, counted from now."""
+        from datetime import datetime, timedelta, timezone
+
+        until = datetime.now(timezone.utc) + timedelta(seconds=settings.MTURK_LIFETIME_SECONDS)
+        for hit in publication.hits.all():
+            self._call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=until)
+
     def delete(self, *, publication) -> list[str]:
         """Delete reviewed HITs; returns the ones MTurk would not delete yet (work awaiting review)."""
         kept = []
