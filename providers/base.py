@@ -189,6 +189,14 @@ class CrowdProvider(abc.ABC):
     def expire(self, *, publication: Publication) -> None:
         """Stop new work on the publication's tasks."""
 
+    def pause(self, *, publication: Publication) -> None:
+        """The round was paused: stop new workers from starting its tasks on the platform (work already
+        started may still be handed in). Platforms without such an operation ignore it; the round's
+        own status already keeps our pages from handing out tasks."""
+
+    def resume(self, *, publication: Publication, round: CollectionRound) -> None:
+        """The paused round was resumed: let workers start its tasks on the platform again."""
+
     def extend(self, *, publication: Publication, round: CollectionRound) -> None:
         """The round was extended (``annotation.services.extend_round``): give its tasks on the platform
         more time where the platform limits it (MTurk HIT lifetimes). Platforms whose tasks run until

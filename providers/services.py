@@ -585,13 +585,36 @@ def expire_round(*, round: CollectionRound, providers: dict | None = None) -> li
     return expired
 
 
+def _live_publications(*, round: CollectionRound, providers: dict | None):
+    """(publication, its provider) for each publication of the round not yet expired."""
+    for publication in Publication.objects.filter(round=round).exclude(status=Publication.Status.EXPIRED):
+        yield publication, provider_for_publication(publication, providers)
+
+
+def pause_round(*, round: CollectionRound, providers: dict | None = None) -> CollectionRound:
+    """Pause the round (``annotation.services.pause_round``), then its tasks at the providers
+    (``CrowdProvider.pause``: a Prolific study is paused, MTurk HITs expire until resumed)."""
+    round = crowd.pause_round(round=round)
+    for publication, provider in _live_publications(round=round, providers=providers):
+        provider.pause(publication=publication)
+    return round
+
+
+def resume_round(*, round: CollectionRound, providers: dict | None = None) -> CollectionRound:
+    """Resume the round, then its tasks at the providers (``CrowdProvider.resume``)."""
+    round = crowd.resume_round(round=round)
+    for publication, provider in _live_publications(round=round, providers=providers):
+        provider.resume(publication=publication, round=round)
+    return round
+
+
 def extend_round(*, round: CollectionRound, time_limit_seconds: int | None = None,
                  budget_cap: Decimal | None = None, providers: dict | None = None) -> CollectionRound:
     """Extend the round (``annotation.services.extend_round``), then its live publications at their
     providers (``CrowdProvider.extend``)."""
     round = crowd.extend_round(round=round, time_limit_seconds=time_limit_seconds, budget_cap=budget_cap)
-    for publication in Publication.objects.filter(round=round).exclude(status=Publication.Status.EXPIRED):
-        provider_for_publication(publication, providers).extend(publication=publication, round=round)
+    for publication, provider in _live_publications(round=round, providers=providers):
+        provider.extend(publication=publication, round=round)
     return round
 
 

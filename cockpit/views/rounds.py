@@ -147,8 +147,8 @@ def round_detail(request, slug: str, round_id: int):
 # Status changes a button makes; each calls the one service that owns it.
 STATUS_ACTIONS = {
     "open": ("opened", lambda round: crowd.open_round(round=round)),
-    "pause": ("paused: no new tasks are handed out", lambda round: crowd.pause_round(round=round)),
-    "resume": ("resumed", lambda round: crowd.resume_round(round=round)),
+    "pause": ("paused: no new tasks are handed out", lambda round: provider_services.pause_round(round=round)),
+    "resume": ("resumed", lambda round: provider_services.resume_round(round=round)),
     "close": ("closed; its tasks at the providers were stopped", lambda round: provider_services.close_round(round=round)),
     "cancel": ("cancelled; its tasks at the providers were stopped",
                lambda round: provider_services.cancel_round(round=round)),

@@ -12,6 +12,7 @@ from django.urls import reverse
 from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound, WorkItem
 from providers.models import Publication
+from providers.prolific.provider import ProlificProvider
 from tests.annotation.factories import make_project_outputs, make_worker
 
 pytestmark = pytest.mark.django_db
@@ -375,6 +376,38 @@ def test_close_stops_the_prolific_study(client, researcher, project, prolific_fa
     assert client.post(round_url(round, "cockpit:round-close")).status_code == 302
     actions = [call.params["body"]["action"] for call in prolific_fake.calls("POST /api/v1/studies/{id}/transition/")]
     assert actions[-1] == "STOP"
+
+
+def test_pause_and_resume_reach_the_prolific_study(client, researcher, project, prolific_fake):
+    round = draft_round(project, budget_cap=Decimal("100"))
+    client.force_login(researcher)
+    publish_from_page(client, round, "prolific")
+    study_id = Publication.objects.get().external_id
+    def study_status():
+        return ProlificProvider()._request("GET", f"studies/{study_id}/")["status"]
+
+    client.post(round_url(round, "cockpit:round-pause"))
+    assert study_status() == "PAUSED"
+    client.post(round_url(round, "cockpit:round-resume"))
+    assert study_status() == "ACTIVE"
+    actions = [call.params["body"]["action"] for call in prolific_fake.calls("POST /api/v1/studies/{id}/transition/")]
+    assert actions == ["PUBLISH", "PAUSE", "START"]
+    round.refresh_from_db()
+    assert round.status == "open"
+
+
+def test_pause_expires_the_mturk_hits_and_resume_lists_them_again(client, researcher, project, mturk_fake):
+    round = draft_round(project, budget_cap=Decimal("100"))
+    client.force_login(researcher)
+    publish_from_page(client, round, "mturk")
+    now = datetime.now(timezone.utc).timestamp()
+    client.post(round_url(round, "cockpit:round-pause"))
+    paused = mturk_fake.calls("UpdateExpirationForHIT")
+    assert len(paused) == 9 and all(float(call.params["ExpireAt"]) < now for call in paused)
+    client.post(round_url(round, "cockpit:round-resume"))
+    resumed = mturk_fake.calls("UpdateExpirationForHIT")[9:]
+    assert len(resumed) == 9 and all(float(call.params["ExpireAt"]) > now for call in resumed)
+    assert Publication.objects.get().status == Publication.Status.PUBLISHED
 
 
 def test_cancel_stops_the_published_tasks_too(client, researcher, project, mturk_fake):
