@@ -38,7 +38,8 @@ class PairwiseForm(forms.Form):
 
 class ModelOutputsParams(forms.Form):
     sampler = forms.ChoiceField(choices=lambda: [(name, sampler.label) for name, sampler in SAMPLERS.items()],
-                                initial="all_pairs", help_text="How pairs are drawn.")
+                                initial="all_pairs", required=False,
+                                help_text="How pairs are drawn (default: all pairs).")
     count = forms.IntegerField(required=False, min_value=1, max_value=100_000,
                                help_text="Tuples to draw (the uniform sampler).")
     models = ListOfValuesField(base_field=forms.CharField(max_length=200), label="Models",

@@ -465,3 +465,30 @@ def test_paused_round_refuses_workers_on_their_page(client, researcher, project)
     response = client.get(reverse("annotation:round", args=[round.pk]))
     assert response.status_code == 409
     assert not Assignment.objects.exists()
+
+
+def test_every_task_type_can_be_previewed(client, researcher, project):
+    from annotation import round_builder
+    from tests.annotation.factories import make_candidate, make_family, make_instance, make_review_set
+
+    family = make_family(project=project)
+    make_instance(family=family, captions=False)
+    make_candidate(instance=make_instance(family=family))
+    review_set = make_review_set(texts=[f"Review number {rank}." for rank in range(1, 6)])
+    review_set.project = project
+    review_set.save()
+    outputs_in(project, instances=1)
+    client.force_login(researcher)
+    shown = {"instruction_generation": family.seed_instruction, "caption": "Describe scene",
+             "verification": "Three shapes.", "pairwise": "alpha says something.", "ranking": "Review number 3."}
+    for task_type, source in (("instruction_generation", "families"), ("caption", "awaiting_caption"),
+                              ("verification", "reference_candidates"), ("pairwise", "model_outputs"),
+                              ("ranking", "review_sets")):
+        round, _plan = round_builder.create_round_from_source(
+            project=project, created_by=researcher, settings={"name": task_type, "task_type": task_type},
+            source=source, params={})
+        item = round.items.first()
+        response = client.get(round_url(round, "cockpit:round-item-preview", item_id=item.pk))
+        assert response.status_code == 200, task_type
+        assert shown[task_type] in response.content.decode(), task_type
+    assert not Assignment.objects.exists()
