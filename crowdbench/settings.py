@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -73,6 +74,10 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "knox",  # hashed API tokens of researchers
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # the API documentation UI's assets, served locally
     "datasets_app",
     "annotation",
     "providers",
@@ -181,6 +186,30 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Service errors map to HTTP in one place, not in each view.
     "EXCEPTION_HANDLER": "crowdbench.api_errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# The researcher API (crowdbench/api/, docs/api.md): tokens are stored as SHA-512 digests by knox.
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=int(os.environ.get("API_TOKEN_DAYS", "90"))),
+    "AUTH_HEADER_PREFIX": "Token",
+    "TOKEN_LIMIT_PER_USER": 20,
+}
+API_MAX_PAGE_SIZE = 200
+API_MAX_UPLOAD_BYTES = int(os.environ.get("API_MAX_UPLOAD_BYTES", str(20 * 1024 * 1024)))
+# Releases made through the API are written under RELEASES_ROOT/<project>/<name>-<version>/.
+RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT", str(BASE_DIR / "releases")))
+SPECTACULAR_SETTINGS = {
+    "TITLE": "crowdbench researcher API",
+    "DESCRIPTION": "Projects, data, crowd rounds, submissions, model outputs, evaluations and releases. See docs/api.md.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": r"/api/",
+    "PREPROCESSING_HOOKS": ["crowdbench.api.access.researcher_endpoints"],
 }
 
 # Celery: eager (in-process) unless a broker is configured.

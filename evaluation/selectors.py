@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from crowdbench.errors import ServiceError
 from datasets_app.models import ReviewSet
 from datasets_app.review_generation import image_source
 from evaluation.rankers.base import SCORE_COLUMNS, ReviewItem
@@ -61,37 +62,98 @@ def review_scores(*, model: str | None = None, ranker_kind: str | None = None, i
     return frame
 
 
-def irr_rankings(*, round=None) -> pd.DataFrame:
-    """Crowd rankings from the ranking task (rejected work excluded), in the IRR core's long format."""
+class NoEvaluationData(ServiceError):
+    """Nothing to evaluate: no judgments where they were looked for."""
+
+    status_code = 404
+
+
+class EvaluationRequestError(ServiceError):
+    status_code = 400
+
+
+def _project_rounds(project, task_type: str):
+    from annotation.models import CollectionRound
+
+    return list(CollectionRound.objects.filter(project=project, task_type=task_type).order_by("pk"))
+
+
+def irr_rankings(*, round=None, project=None) -> pd.DataFrame:
+    """Crowd rankings from the ranking task (rejected work excluded), in the IRR core's long format.
+
+    ``project`` keeps the rankings of that project's ranking rounds only."""
     from annotation.selectors import ranking_judgments
 
+    if project is not None and round is None:
+        frames = [ranking_judgments(r) for r in _project_rounds(project, "ranking")]
+        frame = pd.concat(frames, ignore_index=True) if frames else ranking_judgments(None).iloc[0:0]
+        return frame[IRR_RANKING_COLUMNS].reset_index(drop=True)
     return ranking_judgments(round)[IRR_RANKING_COLUMNS].reset_index(drop=True)
+
+
+def irr_database_inputs(*, round=None, project=None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Crowd rankings (with prompt ranks) and the stored model scores of the ranked review sets,
+    for ``evaluation.core.irr.irr_report``; a round that is not a ranking round is refused."""
+    from evaluation.core import irr
+
+    if round is not None and round.task_type != "ranking":
+        raise EvaluationRequestError(f"round {round.pk} is a {round.task_type} round, not a ranking round")
+    rankings = irr_rankings(round=round, project=project)
+    if rankings.empty:
+        where = (f"round {round.pk}" if round is not None
+                 else f"project '{project.slug}'" if project is not None else "the database")
+        raise NoEvaluationData(f"{where} has no submitted rankings")
+    # Only scores of items that have rankings: the core treats any other item as an error.
+    scores = review_scores(item_ids=rankings[irr.ITEM].unique())
+    return rankings, (scores[[*irr.MODEL_ID_COLUMNS, irr.SCORE]] if not scores.empty else None)
+
+
+def irr_database_report(*, round=None, project=None, threshold: float | None = None) -> dict:
+    """The IRR report of the stored rankings and model scores, as JSON-ready data
+    (``evaluation.core.irr.report_json``), as ``manage.py irr_report --from-db`` computes it."""
+    from evaluation.core import irr
+
+    threshold = irr.DEFAULT_THRESHOLD if threshold is None else threshold
+    if not -1.0 <= threshold <= 1.0:
+        raise EvaluationRequestError(f"the threshold must lie in [-1, 1], got {threshold}")
+    rankings, model_scores = irr_database_inputs(round=round, project=project)
+    try:
+        return irr.report_json(irr.irr_report(rankings, model_scores, threshold=threshold))
+    except irr.IRRInputError as error:
+        raise EvaluationRequestError(error.describe()) from None
 
 
 BATTLE_COLUMNS = ["model_a", "model_b", "winner", "category"]
 
 
-def human_battles(*, round_id: int | None = None) -> pd.DataFrame:
+def human_battles(*, round_id: int | None = None, project=None) -> pd.DataFrame:
     """Human pairwise judgments as battles (model_a, model_b, winner, category) in submission
-    order, the order online Elo replays; one judgment per row, ties impossible (forced choice)."""
+    order, the order online Elo replays; one judgment per row, ties impossible (forced choice).
+    ``project`` keeps the judgments of that project's pairwise rounds only."""
     from annotation.models import CollectionRound
     from annotation.selectors import pairwise_battles
 
-    round_ = CollectionRound.objects.get(pk=round_id) if round_id is not None else None
-    frame = pairwise_battles(round_)
+    if project is not None and round_id is None:
+        frames = [pairwise_battles(r) for r in _project_rounds(project, "pairwise")]
+        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    else:
+        frame = pairwise_battles(CollectionRound.objects.get(pk=round_id) if round_id is not None else None)
     if frame.empty:
         return pd.DataFrame(columns=BATTLE_COLUMNS)
     return frame.sort_values("submitted_at", kind="stable")[BATTLE_COLUMNS].reset_index(drop=True)
 
 
 def judged_battles(
-    *, judge_model: str | None = None, with_reference: bool | None = None, models=None
+    *, judge_model: str | None = None, with_reference: bool | None = None, models=None, project=None
 ) -> pd.DataFrame:
     """Battles judged by the LLM judge, in the order they were stored: (model_a, model_b, winner,
-    category), ties included. Filter by judge model, reference mode, or the models on both sides."""
+    category), ties included. Filter by judge model, reference mode, the models on both sides, or
+    the project of the judged instances."""
     from .models import JudgedBattle
 
     queryset = JudgedBattle.objects.select_related("instance__family").order_by("pk")
+    if project is not None:
+        queryset = queryset.filter(instance__family__project=project)
     if judge_model is not None:
         queryset = queryset.filter(judge_model=judge_model)
     if with_reference is not None:
@@ -105,13 +167,42 @@ def judged_battles(
 BATTLE_SOURCES = ("human", "judge")
 
 
-def battles(*, source: str = "human", round_id: int | None = None) -> pd.DataFrame:
+def battles(*, source: str = "human", round_id: int | None = None, project=None) -> pd.DataFrame:
     """Battles of one source (human judgments or the LLM judge's) for the ratings; the sources are
-    never mixed."""
+    never mixed. ``project`` keeps one project's battles."""
     if source == "human":
-        return human_battles(round_id=round_id)
+        return human_battles(round_id=round_id, project=project)
     if source == "judge":
         if round_id is not None:
             raise ValueError("judged battles do not belong to a crowd round")
-        return judged_battles()
+        return judged_battles(project=project)
     raise ValueError(f"unknown battle source {source!r}; choose one of {', '.join(BATTLE_SOURCES)}")
+
+
+def database_ratings(*, source: str = "human", round=None, project=None, method: str = "elo",
+                     bootstrap: int | None = None, seed: int = 0, anchor: tuple[str, float] | None = None,
+                     reference: str | None = None):
+    """Ratings (``evaluation.core.ratings.RatingsResult``) of the stored battles of one source, as
+    ``manage.py ratings --from-db`` computes them; refuses what cannot be rated with a message."""
+    from evaluation.core.ratings import compute_ratings, encode_battles
+
+    if source not in BATTLE_SOURCES:
+        raise EvaluationRequestError(f"unknown battle source {source!r}; choose one of {', '.join(BATTLE_SOURCES)}")
+    if round is not None and source != "human":
+        raise EvaluationRequestError("a round selects crowd judgments: it goes with source human")
+    if round is not None and round.task_type != "pairwise":
+        raise EvaluationRequestError(f"round {round.pk} is a {round.task_type} round, not a pairwise round")
+    if bootstrap is not None and bootstrap < 1:
+        raise EvaluationRequestError("bootstrap must be at least 1")
+    frame = battles(source=source, round_id=round.pk if round is not None else None, project=project)
+    where = (f"round {round.pk}" if round is not None
+             else f"project '{project.slug}'" if project is not None else "the database")
+    if frame.empty:
+        kind = "pairwise judgments" if source == "human" else "battles judged by the LLM judge"
+        raise NoEvaluationData(f"no {kind} in {where}")
+    encoded = encode_battles(frame)
+    for name, model in (("anchor", anchor[0] if anchor else None), ("reference", reference)):
+        if model is not None and model not in encoded.models:
+            raise EvaluationRequestError(f"{name}: model {model!r} does not appear in {where}")
+    return compute_ratings(encoded, method=method, bootstrap=bootstrap, seed=seed, anchor=anchor,
+                           reference=reference)
