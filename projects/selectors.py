@@ -66,14 +66,17 @@ def rounds_for_user(user):
     return CollectionRound.objects.filter(project__in=projects_for_user(user))
 
 
-def images_for_user(user) -> QuerySet[Image]:
-    """Images shown by an instance, a family's seed example or a review set of the user's projects."""
-    projects = projects_for_user(user)
+def images_of_projects(projects) -> QuerySet[Image]:
+    """Images shown by an instance, a family's seed example or a review set of ``projects``."""
     return Image.objects.filter(
         Q(pk__in=Instance.images.through.objects.filter(instance__family__project__in=projects).values("image"))
         | Q(pk__in=InstructionFamily.seed_images.through.objects.filter(family__project__in=projects).values("image"))
         | Q(pk__in=ReviewSet.objects.filter(project__in=projects).values("image"))
     )
+
+
+def images_for_user(user) -> QuerySet[Image]:
+    return images_of_projects(projects_for_user(user))
 
 
 def work_items_for_user(user) -> QuerySet[WorkItem]:

@@ -11,10 +11,12 @@ from rest_framework.response import Response
 
 from datasets_app.model_outputs import import_predictions_upload
 from datasets_app.models import Image, Instance, InstructionFamily, Language, ModelOutput, Review, ReviewSet
+from projects.models import Project
 from projects.permissions import IsResearcher
 from projects.selectors import (
     families_for_user,
     images_for_user,
+    images_of_projects,
     instances_for_user,
     model_outputs_for_user,
     review_sets_for_user,
@@ -108,11 +110,7 @@ class ImageFilter(django_filters.FilterSet):
         fields = ["project", "license", "category"]
 
     def in_project(self, queryset, name, value):
-        return queryset.filter(
-            pk__in=Image.objects.filter(instances__family__project__slug=value).values("pk")
-        ) | queryset.filter(
-            pk__in=Image.objects.filter(seed_for_families__project__slug=value).values("pk")
-        ) | queryset.filter(pk__in=ReviewSet.objects.filter(project__slug=value).values("image"))
+        return queryset.filter(pk__in=images_of_projects(Project.objects.filter(slug=value)).values("pk"))
 
 
 class ImageViewSet(ResearcherAPIMixin, viewsets.ReadOnlyModelViewSet):

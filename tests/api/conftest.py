@@ -1,8 +1,6 @@
 """Researcher API tests: a project with imported VisIT-Bench-like data, tokens, API clients."""
 from __future__ import annotations
 
-import csv
-
 import pytest
 from rest_framework.test import APIClient
 
@@ -10,6 +8,7 @@ from crowdbench.api.tokens import create_token
 from datasets_app.services import import_visitbench_file
 from tests.annotation.factories import make_worker_user
 from tests.annotation.conftest import media_in_tmp  # noqa: F401  (autouse fixture)
+from tests.pipeline.test_model_outputs import write_csv
 from tests.cockpit.conftest import collaborator, make_researcher, project, researcher  # noqa: F401
 
 INSTANCES = [
@@ -20,14 +19,6 @@ INSTANCES = [
     ("https://img.example.org/sign.jpg", "Reading", "What does the red sign say?", "It says STOP."),
 ]
 MODELS = ("model-good", "model-bad")
-
-
-def write_csv(path, header, rows):
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
 
 
 @pytest.fixture

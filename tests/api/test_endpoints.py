@@ -127,22 +127,25 @@ def test_adding_items_refuses_targets_of_other_projects_and_wrong_kinds_atomical
 def test_round_transitions_are_refused_when_illegal(world, owner_api):
     round = world["round"]
     again = owner_api.post(f"/api/rounds/{round.pk}/open/")
-    assert again.status_code == 409 or again.status_code == 400
+    assert again.status_code == 409
     assert "cannot open" in again.json()["detail"]
     assert owner_api.post(f"/api/rounds/{round.pk}/close/").json()["status"] == "closed"
     refused = owner_api.post(f"/api/rounds/{round.pk}/add-items/", {"items": [{"output_a": 1, "output_b": 2}]},
                              format="json")
-    assert refused.status_code in (400, 409) and "closed" in refused.json()["detail"]
+    assert refused.status_code == 409 and "closed" in refused.json()["detail"]
 
 
-def test_publish_on_the_local_provider_and_a_dry_run_on_mturk(world, owner_api):
+@pytest.mark.parametrize("provider", ["mturk", "prolific"])
+def test_publish_on_the_local_provider_after_a_dry_run(world, owner_api, provider):
     round = world["round"]
     CollectionRound.objects.filter(pk=round.pk).update(reward_per_task="0.50")
-    dry = owner_api.post(f"/api/rounds/{round.pk}/publish/", {"provider": "mturk", "dry_run": True, "seed": 1},
+    before = (Assignment.objects.count(), list(Assignment.objects.values_list("review_status", flat=True)))
+    dry = owner_api.post(f"/api/rounds/{round.pk}/publish/", {"provider": provider, "dry_run": True, "seed": 1},
                          format="json")
     assert dry.status_code == 200, dry.json()
-    assert dry.json()["dry_run"] is True and dry.json()["report"][0].startswith("DRY RUN on mturk")
+    assert dry.json()["dry_run"] is True and dry.json()["report"][0].startswith(f"DRY RUN on {provider}")
     assert not round.publications.exists()
+    assert (Assignment.objects.count(), list(Assignment.objects.values_list("review_status", flat=True))) == before
     published = owner_api.post(f"/api/rounds/{round.pk}/publish/", {"provider": "local"}, format="json")
     assert published.status_code == 200, published.json()
     assert published.json()["tasks_existing"] == 2 and published.json()["publication_status"] == "published"

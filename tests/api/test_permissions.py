@@ -70,10 +70,7 @@ def test_anonymous_requests_get_401_everywhere(world, tmp_path):
         response = anonymous.get(url)
         assert response.status_code == 401, url
         assert response["WWW-Authenticate"] == "Token"
-    before = state()
-    for url, data, fmt in writes(world, tmp_path):
-        assert post(anonymous, url, data, fmt).status_code == 401, url
-    assert state() == before
+    assert_writes_refused(anonymous, world, tmp_path, 401)
 
 
 def test_a_bad_or_revoked_token_gets_401(world, researcher):
@@ -89,15 +86,22 @@ def test_a_bad_or_revoked_token_gets_401(world, researcher):
     assert client.get("/api/projects/").status_code == 401
 
 
+def assert_writes_refused(client, world, tmp_path, status_code: int) -> None:
+    """Every write answers ``status_code`` with a message, and nothing changes."""
+    before = state()
+    for url, data, fmt in writes(world, tmp_path):
+        response = post(client, url, data, fmt)
+        assert response.status_code == status_code, url
+        assert response.json()["detail"], url
+    assert state() == before
+
+
 def test_workers_get_403_on_every_researcher_endpoint(world, worker_api, tmp_path):
     for url in [*LIST_URLS, *detail_urls(world)]:
         response = worker_api.get(url)
         assert response.status_code == 403, url
         assert "Only researchers" in response.json()["detail"]
-    before = state()
-    for url, data, fmt in writes(world, tmp_path):
-        assert post(worker_api, url, data, fmt).status_code == 403, url
-    assert state() == before
+    assert_writes_refused(worker_api, world, tmp_path, 403)
 
 
 def test_non_members_see_nothing_and_get_404(world, outsider_api, tmp_path):
@@ -107,10 +111,7 @@ def test_non_members_see_nothing_and_get_404(world, outsider_api, tmp_path):
     for url in detail_urls(world):
         assert outsider_api.get(url).status_code == 404, url
     assert outsider_api.get("/api/evaluations/irr-report/?project=study-a").status_code == 404
-    before = state()
-    for url, data, fmt in writes(world, tmp_path):
-        assert post(outsider_api, url, data, fmt).status_code == 404, url
-    assert state() == before
+    assert_writes_refused(outsider_api, world, tmp_path, 404)
 
 
 def test_collaborators_read_everything_and_get_403_on_writes(world, collaborator_api, tmp_path):
@@ -119,12 +120,7 @@ def test_collaborators_read_everything_and_get_403_on_writes(world, collaborator
         assert response.status_code == 200 and response.json()["count"] >= 1, url
     for url in detail_urls(world):
         assert collaborator_api.get(url).status_code == 200, url
-    before = state()
-    for url, data, fmt in writes(world, tmp_path):
-        response = post(collaborator_api, url, data, fmt)
-        assert response.status_code == 403, url
-        assert response.json()["detail"], url
-    assert state() == before
+    assert_writes_refused(collaborator_api, world, tmp_path, 403)
 
 
 def test_session_authentication_works_for_researchers_and_needs_csrf_for_writes(world, researcher):
