@@ -101,12 +101,26 @@ class AddedItemsSerializer(serializers.Serializer):
     item_ids = serializers.ListField(child=serializers.IntegerField())
 
 
+class PublishOptionsSerializer(serializers.Serializer):
+    """The options ``manage.py publish_round`` takes; kept with the publication, so a rerun asks for the same."""
+
+    min_approval_rate = serializers.IntegerField(required=False, min_value=0, max_value=100, help_text="MTurk.")
+    min_approved_hits = serializers.IntegerField(required=False, min_value=0, max_value=10**9, help_text="MTurk.")
+    locales = serializers.ListField(child=serializers.RegexField(r"^[A-Z]{2}$"), required=False, max_length=50,
+                                    help_text="MTurk: ISO country codes, e.g. US.")
+    masters = serializers.BooleanField(required=False, help_text="MTurk.")
+    qualification_type_id = serializers.CharField(required=False, max_length=100, help_text="MTurk.")
+    qualification_min_score = serializers.IntegerField(required=False, min_value=0, max_value=100,
+                                                       help_text="MTurk: lowest score on our qualification.")
+    estimated_minutes = serializers.IntegerField(required=False, min_value=1, max_value=24 * 60,
+                                                 help_text="Prolific: estimated completion time.")
+
+
 class PublishSerializer(serializers.Serializer):
     provider = serializers.ChoiceField(choices=[], help_text="A registered crowd provider.")
     dry_run = serializers.BooleanField(default=False, help_text="Rehearse on a fake with simulated workers; "
                                                                 "nothing is kept and nobody is paid.")
-    options = serializers.DictField(required=False, default=dict, help_text="Provider options (e.g. MTurk "
-                                                                             "qualification requirements).")
+    options = PublishOptionsSerializer(required=False, default=dict)
     expected_seconds = serializers.FloatField(required=False, allow_null=True, default=None, min_value=1)
     accuracy = serializers.FloatField(default=0.9, min_value=0, max_value=1, help_text="Dry run only.")
     median_seconds = serializers.FloatField(default=60.0, min_value=1, max_value=86400, help_text="Dry run only.")
@@ -233,10 +247,10 @@ class RoundViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         if data["dry_run"]:
             from providers.dry_run import rehearse
 
-            report = rehearse(round=round, provider_name=data["provider"], options=data["options"],
+            report = rehearse(round=round, provider_name=data["provider"], options=dict(data["options"]),
                               accuracy=data["accuracy"], median_seconds=data["median_seconds"], seed=data["seed"])
             return Response({"dry_run": True, "provider": data["provider"], "report": report.lines()})
-        result = publish_round(round=round, provider_name=data["provider"], options=data["options"],
+        result = publish_round(round=round, provider_name=data["provider"], options=dict(data["options"]),
                                expected_seconds=data["expected_seconds"])
         publication = result.publication
         return Response({

@@ -130,7 +130,8 @@ def test_round_transitions_are_refused_when_illegal(world, owner_api):
     assert again.status_code == 409
     assert "cannot open" in again.json()["detail"]
     assert owner_api.post(f"/api/rounds/{round.pk}/close/").json()["status"] == "closed"
-    refused = owner_api.post(f"/api/rounds/{round.pk}/add-items/", {"items": [{"output_a": 1, "output_b": 2}]},
+    a, b = ModelOutput.objects.filter(instance__family__project=world["project"])[:2]
+    refused = owner_api.post(f"/api/rounds/{round.pk}/add-items/", {"items": [{"output_a": a.pk, "output_b": b.pk}]},
                              format="json")
     assert refused.status_code == 409 and "closed" in refused.json()["detail"]
 
@@ -151,6 +152,9 @@ def test_publish_on_the_local_provider_after_a_dry_run(world, owner_api, provide
     assert published.json()["tasks_existing"] == 2 and published.json()["publication_status"] == "published"
     unknown = owner_api.post(f"/api/rounds/{round.pk}/publish/", {"provider": "pigeon"}, format="json")
     assert unknown.status_code == 400 and "provider" in unknown.json()
+    bad_option = owner_api.post(f"/api/rounds/{round.pk}/publish/",
+                                {"provider": "mturk", "options": {"min_approval_rate": "high"}}, format="json")
+    assert bad_option.status_code == 400 and "min_approval_rate" in bad_option.json()["options"]
 
 
 @pytest.mark.parametrize("bad_id", ["0", "-1", "abc", "1e9", "99999999999999999999999", "1%00", "..%2F1"])
