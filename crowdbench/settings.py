@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "evaluation",
     "llm",
     "projects",
+    "stepruns",
     "cockpit",
 ]
 
@@ -163,6 +164,8 @@ MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", BASE_DIR / "media"))
 # Uploaded images larger than this are rejected before they reach Pillow.
 MAX_IMAGE_UPLOAD_BYTES = int(os.environ.get("MAX_IMAGE_UPLOAD_BYTES", str(10 * 1024 * 1024)))
+# Data files (predictions, review sets, families) uploaded from the project board.
+MAX_DATA_UPLOAD_BYTES = env_number("MAX_DATA_UPLOAD_BYTES", str(20 * 1024 * 1024), int)
 
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -196,7 +199,6 @@ REST_KNOX = {
     "TOKEN_LIMIT_PER_USER": 20,
 }
 API_MAX_PAGE_SIZE = 200
-API_MAX_UPLOAD_BYTES = int(os.environ.get("API_MAX_UPLOAD_BYTES", str(20 * 1024 * 1024)))
 # Releases made through the API are written under RELEASES_ROOT/<project>/<name>-<version>/.
 RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT", str(BASE_DIR / "releases")))
 SPECTACULAR_SETTINGS = {

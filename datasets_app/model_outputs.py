@@ -8,18 +8,13 @@ matched to an instance by its instruction (whitespace-normalised) and its ordere
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-from django.conf import settings
 from django.db import transaction
-
-from crowdbench.errors import ServiceError
 
 from llm.client import LLMClient, LLMResult, chat_request, configured_model
 from llm.steps import LLMStep, StepReport
@@ -174,8 +169,8 @@ def _instance_index(instances=None) -> dict[tuple[str, tuple[str, ...]], list[In
     return index
 
 
-def match_rows(rows: list[PredictionRow], instances=None) -> tuple[list[tuple[PredictionRow, Instance]], list[UnmatchedRow]]:
-    """Match rows to ``instances`` (a queryset; every instance when None)."""
+def match_rows(rows: list[PredictionRow], *, instances=None) -> tuple[list[tuple[PredictionRow, Instance]], list[UnmatchedRow]]:
+    """Each row's instance (among ``instances``, a queryset; default all) or why it has none."""
     index = _instance_index(instances)
     matched, unmatched = [], []
     for row in rows:
@@ -196,25 +191,16 @@ class UnmatchedPredictions(VisitBenchFormatError):
     """Strict import: some rows match no instance; nothing was imported."""
 
 
-def import_predictions(*, path: str | Path, strict: bool = False, instances=None,
-                       name: str | None = None) -> PredictionsImportReport:
+def import_predictions(*, path: str | Path, strict: bool = False, instances=None) -> PredictionsImportReport:
     """Import model outputs from a leaderboard ``predictions.csv``, atomically and idempotently.
 
     The whole file is parsed and matched before anything is written; a malformed file changes
     nothing, and so does an unmatched row when ``strict``. Re-importing updates the output of each
-    (instance, model) in place. ``instances`` limits matching (e.g. to one project's instances);
-    ``name`` is how messages and the report name the file (an upload's name rather than its
-    temporary path).
+    (instance, model) in place. ``instances`` (a queryset, e.g. one project's) limits the matching.
     """
     path = str(path)
-    try:
-        models, rows = read_predictions_csv(path)
-    except VisitBenchFormatError as error:
-        if name is None:
-            raise
-        raise VisitBenchFormatError(name, error.detail, row=error.row, column=error.column) from None
-    path = name or path
-    matched, unmatched = match_rows(rows, instances)
+    models, rows = read_predictions_csv(path)
+    matched, unmatched = match_rows(rows, instances=instances)
     if strict and unmatched:
         listed = "; ".join(f"row {row.row_number}: {row.reason}" for row in unmatched[:10])
         more = f" (and {len(unmatched) - 10} more)" if len(unmatched) > 10 else ""
@@ -231,39 +217,6 @@ def import_predictions(*, path: str | Path, strict: bool = False, instances=None
                     continue
                 counts[_store_output(instance=instance, model_name=model, text=text, source=Source.IMPORTED)] += 1
     return report
-
-
-class PredictionsFileRefused(ServiceError):
-    """The uploaded predictions file was refused; nothing was imported."""
-
-    status_code = 400
-
-
-UPLOAD_SUFFIXES = (".csv",)
-
-
-def import_predictions_upload(*, upload, instances, strict: bool = False) -> PredictionsImportReport:
-    """Import an uploaded ``predictions.csv`` (a Django ``UploadedFile``) into ``instances``.
-
-    The size and the name are checked first; then the file goes through ``import_predictions``
-    (atomic; messages name the uploaded file, the row and the column).
-    """
-    name = os.path.basename((upload.name or "").replace("\\", "/"))[:200] or "predictions.csv"
-    if not name.lower().endswith(UPLOAD_SUFFIXES):
-        raise PredictionsFileRefused(f"{name}: a predictions file is a .csv file")
-    limit = settings.API_MAX_UPLOAD_BYTES
-    if upload.size is None or upload.size > limit:
-        raise PredictionsFileRefused(f"{name}: the file is larger than {limit} bytes")
-    if upload.size == 0:
-        raise PredictionsFileRefused(f"{name}: the file is empty")
-    with tempfile.NamedTemporaryFile(suffix=".csv") as copy:
-        for chunk in upload.chunks():
-            copy.write(chunk)
-        copy.flush()
-        try:
-            return import_predictions(path=copy.name, strict=strict, instances=instances, name=name)
-        except VisitBenchFormatError as error:
-            raise PredictionsFileRefused(str(error)) from None
 
 
 def _store_output(*, instance: Instance, model_name: str, text: str, source: str) -> str:

@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
-from datasets_app.model_outputs import import_predictions_upload
+from datasets_app.uploads import import_predictions_upload
 from datasets_app.models import Image, Instance, InstructionFamily, Language, ModelOutput, Review, ReviewSet
 from projects.models import Project
 from projects.permissions import IsResearcher
@@ -178,7 +178,6 @@ class PredictionsUploadSerializer(serializers.Serializer):
     project = ProjectSlugField()
     file = serializers.FileField(help_text="predictions.csv: instruction, instruction_category, image or images, "
                                            "and one '<model name> prediction' column per model.")
-    strict = serializers.BooleanField(default=False, help_text="Refuse the whole file if a row matches no instance.")
 
 
 class ImportCountsSerializer(serializers.Serializer):
@@ -220,8 +219,5 @@ class ModelOutputViewSet(ResearcherAPIMixin, viewsets.ReadOnlyModelViewSet):
         incoming = PredictionsUploadSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         project = owned_project(request, incoming.validated_data["project"])
-        report = import_predictions_upload(
-            upload=incoming.validated_data["file"], strict=incoming.validated_data["strict"],
-            instances=Instance.objects.filter(family__project=project),
-        )
+        report = import_predictions_upload(project=project, upload=incoming.validated_data["file"])
         return Response(PredictionsReportSerializer(report.as_dict()).data, status=status.HTTP_201_CREATED)

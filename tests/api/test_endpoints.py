@@ -210,7 +210,7 @@ def test_a_malformed_predictions_file_names_file_row_and_column_and_imports_noth
 
 
 @pytest.mark.parametrize("name, content, message", [
-    ("p.txt", b"instruction,image,m prediction\n", "a predictions file is a .csv file"),
+    ("p.txt", b"instruction,image,m prediction\n", "expected a .csv file"),
     ("p.csv", b"", "file is empty"),
     ("p.csv", b"\xff\xfe\x00garbage", "not UTF-8"),
     ("p.csv", b"instruction,m prediction\nx,y\n", "missing column 'image'"),
@@ -227,35 +227,31 @@ def test_bad_uploads_are_refused_with_a_message(world, owner_api, tmp_path, name
 
 
 def test_an_oversized_upload_is_refused(world, owner_api, settings, tmp_path):
-    settings.API_MAX_UPLOAD_BYTES = 100
+    settings.MAX_DATA_UPLOAD_BYTES = 100
     with open(predictions_csv(tmp_path / "big.csv"), "rb") as upload:
         response = owner_api.post("/api/model-outputs/upload/", {"project": "study-a", "file": upload},
                                   format="multipart")
-    assert response.status_code == 400 and "larger than 100 bytes" in response.json()["detail"]
+    assert response.status_code == 400 and "big.csv: the file is larger than" in response.json()["detail"]
 
 
-def test_strict_upload_refuses_unmatched_rows_and_matching_stays_in_the_project(world, owner_api, tmp_path,
-                                                                                 make_researcher):
+def test_predictions_match_only_the_projects_instances(world, owner_api, tmp_path, make_researcher):
     from projects.services import create_project
+
+    from .conftest import token_client
 
     other = create_project(name="Other", slug="other", owner=make_researcher("eve"))
     path = write_csv(tmp_path / "p.csv", ["instruction", "image", "new prediction"],
                      [["How many cups are on the table?", "https://img.example.org/kitchen.jpg", "3"],
                       ["Nowhere to be found", "https://img.example.org/kitchen.jpg", "?"]])
     with open(path, "rb") as upload:
-        strict = owner_api.post("/api/model-outputs/upload/", {"project": "study-a", "file": upload, "strict": True},
-                                format="multipart")
-    assert strict.status_code == 400 and "row 2" in strict.json()["detail"]
+        elsewhere = token_client(other.memberships.get().user).post(
+            "/api/model-outputs/upload/", {"project": "other", "file": upload}, format="multipart")
+    assert elsewhere.status_code == 400 and "no row matches an instance of this project" in elsewhere.json()["detail"]
     assert not ModelOutput.objects.filter(model_name="new").exists()
-    # The same file uploaded to a project without those instances matches nothing.
-    other_api_owner = other.memberships.get().user
-    from .conftest import token_client
-
     with open(path, "rb") as upload:
-        elsewhere = token_client(other_api_owner).post("/api/model-outputs/upload/", {"project": "other", "file": upload},
-                                                       format="multipart")
-    assert elsewhere.status_code == 201 and elsewhere.json()["matched"] == 0
-    assert not ModelOutput.objects.filter(model_name="new").exists()
+        ours = owner_api.post("/api/model-outputs/upload/", {"project": "study-a", "file": upload}, format="multipart")
+    assert ours.status_code == 201 and ours.json()["matched"] == 1
+    assert ours.json()["unmatched"] == [{"row_number": 2, "reason": "no instance has this instruction and these images"}]
 
 
 # --- evaluations ----------------------------------------------------------------------------------
