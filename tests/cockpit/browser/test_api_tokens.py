@@ -6,15 +6,9 @@ import pytest
 
 from tests.cockpit.conftest import PASSWORD
 
-pytestmark = pytest.mark.django_db(transaction=True)
+from .test_board_browser import log_in_researcher as log_in
 
-
-def log_in(page, username: str, next_url: str) -> None:
-    page.goto(f"/accounts/login/?next={next_url}")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.press("#id_password", "Enter")
-    page.wait_for_url(f"**{next_url}")
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_create_use_and_revoke_a_token(page, researcher, project, live_server):
