@@ -11,6 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from annotation import round_builder
 from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound, WorkItem
 from annotation.selectors import round_progress
@@ -99,6 +100,24 @@ class AddItemsSerializer(serializers.Serializer):
 class AddedItemsSerializer(serializers.Serializer):
     added = serializers.IntegerField()
     item_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class AddFromSourceSerializer(serializers.Serializer):
+    source = serializers.CharField(max_length=50, help_text="An item source of the round's task type, e.g. "
+                                                            "model_outputs (pairwise) or review_sets (ranking).")
+    params = serializers.DictField(required=False, default=dict,
+                                   help_text='The source\'s parameters, e.g. {"sampler": "all_pairs", "seed": 1}.')
+    gold_answers = serializers.DictField(required=False, default=dict,
+                                         help_text='Planned item number (from 1) -> expected result, e.g. '
+                                                   '{"3": {"winner": "b"}}.')
+
+
+class AddedFromSourceSerializer(serializers.Serializer):
+    added = serializers.IntegerField()
+    source = serializers.CharField()
+    params = serializers.DictField(help_text="The parameters as used (a drawn seed included): the same plan again.")
+    summary = serializers.DictField()
+    balance = serializers.DictField(help_text="Pairwise: items per model and per instance.")
 
 
 class PublishOptionsSerializer(serializers.Serializer):
@@ -220,6 +239,22 @@ class RoundViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         targets, gold = self._resolve_targets(round, incoming.validated_data["items"])
         items = crowd.add_items(round=round, targets=targets, gold_answers=gold)
         return Response({"added": len(items), "item_ids": [item.pk for item in items]}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=AddFromSourceSerializer, responses={201: AddedFromSourceSerializer})
+    @action(detail=True, methods=["post"], url_path="add-items-from-source", filterset_class=None)
+    def add_items_from_source(self, request, pk=None):
+        """Add the items an item source gives (objects of the round's project only), all or nothing
+        (``annotation.round_builder.add_items_from_source``)."""
+        round = self.get_object()
+        incoming = AddFromSourceSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        data = incoming.validated_data
+        plan = round_builder.add_items_from_source(round=round, source=data["source"], params=data["params"],
+                                                   gold_answers=data["gold_answers"])
+        described = plan.as_dict()
+        return Response({"added": len(plan), **{key: described[key] for key in ("source", "params", "summary",
+                                                                                 "balance")}},
+                        status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: RoundSerializer})
     @action(detail=True, methods=["post"], filterset_class=None)

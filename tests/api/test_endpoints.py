@@ -124,6 +124,36 @@ def test_adding_items_refuses_targets_of_other_projects_and_wrong_kinds_atomical
     assert WorkItem.objects.count() == before
 
 
+def test_adding_items_explicitly_with_a_gold_item(world, owner_api):
+    round = world["round"]
+    good, bad = (ModelOutput.objects.get(instance__instruction="What is the cheapest dish on the menu?", model_name=m)
+                 for m in ("model-good", "model-bad"))
+    added = owner_api.post(f"/api/rounds/{round.pk}/add-items/", {"items": [
+        {"output_a": good.pk, "output_b": bad.pk, "gold_answer": {"winner": "a"}},
+    ]}, format="json")
+    assert added.status_code == 201 and added.json()["added"] == 1
+    item = WorkItem.objects.get(pk=added.json()["item_ids"][0])
+    assert (item.output_a, item.output_b, item.is_gold, item.gold_answer) == (good, bad, True, {"winner": "a"})
+
+
+def test_adding_items_from_a_source_and_its_refusals(world, owner_api, researcher):
+    round = crowd.create_round(name="Rank", task_type="ranking", project=world["project"], created_by=researcher)
+    url = f"/api/rounds/{round.pk}/add-items-from-source/"
+    before = WorkItem.objects.count()
+    for body, field in [({"source": "model_outputs"}, "model_outputs"), ({"source": "review_sets", "params": {"x": 1}}, "x"),
+                        ({"source": "review_sets", "gold_answers": {"9": {"order": []}}}, "no item 9"),
+                        ({"source": "review_sets", "params": "all"}, "params")]:
+        refused = owner_api.post(url, body, format="json")
+        assert refused.status_code == 400 and field in str(refused.json()), body
+    assert WorkItem.objects.count() == before
+    added = owner_api.post(url, {"source": "review_sets"}, format="json")
+    assert added.status_code == 201, added.json()
+    assert added.json()["added"] == 1  # the English review set: the round is in English
+    crowd.cancel_round(round=round)
+    closed = owner_api.post(url, {"source": "review_sets"}, format="json")
+    assert closed.status_code == 409 and WorkItem.objects.filter(round=round).count() == 1
+
+
 def test_round_transitions_are_refused_when_illegal(world, owner_api):
     round = world["round"]
     again = owner_api.post(f"/api/rounds/{round.pk}/open/")

@@ -42,6 +42,7 @@ def writes(world, tmp_path) -> list[tuple[str, dict, str]]:
     return [
         ("/api/rounds/", {"project": "study-a", "name": "R", "task_type": "pairwise"}, "json"),
         (f"/api/rounds/{round.pk}/add-items/", {"items": [{"output_a": output.pk, "output_b": output.pk}]}, "json"),
+        (f"/api/rounds/{round.pk}/add-items-from-source/", {"source": "model_outputs"}, "json"),
         (f"/api/rounds/{round.pk}/close/", {}, "json"),
         (f"/api/rounds/{round.pk}/open/", {}, "json"),
         (f"/api/rounds/{round.pk}/publish/", {"provider": "local"}, "json"),

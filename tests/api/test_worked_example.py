@@ -54,7 +54,7 @@ def test_the_worked_example_of_docs_api_md(study, researcher, tmp_path):
     assert report.json()["matched"] == 4 and report.json()["unmatched"] == []
     assert report.json()["per_model"] == {model: {"created": 4} for model in MODELS}
 
-    # Create a pairwise round and add one item per instance: model-good vs model-bad.
+    # Create a pairwise round and add its items from the model outputs: every pair on every instance.
     created = api.post("/api/rounds/", {
         "project": "study-a", "name": "Leaderboard battles", "task_type": "pairwise",
         "workers_per_item": 3, "reward_per_task": "0.10", "budget_cap": "5.00",
@@ -62,14 +62,11 @@ def test_the_worked_example_of_docs_api_md(study, researcher, tmp_path):
     assert created.status_code == 201, created.json()
     round_id = created.json()["id"]
     assert created.json()["status"] == "draft"
-    outputs = api.get("/api/model-outputs/", {"project": "study-a", "page_size": 100}).json()["results"]
-    by_instance = {}
-    for output in outputs:
-        by_instance.setdefault(output["instance"], {})[output["model_name"]] = output["id"]
-    items = [{"output_a": pair["model-good"], "output_b": pair["model-bad"]} for pair in by_instance.values()]
-    added = api.post(f"/api/rounds/{round_id}/add-items/", {"items": items}, format="json")
+    added = api.post(f"/api/rounds/{round_id}/add-items-from-source/",
+                     {"source": "model_outputs", "params": {"sampler": "all_pairs", "seed": 1}}, format="json")
     assert added.status_code == 201, added.json()
     assert added.json()["added"] == 4
+    assert added.json()["balance"]["per_model"] == {"model-bad": 4, "model-good": 4}
 
     # Open it; workers judge.
     opened = api.post(f"/api/rounds/{round_id}/open/")
