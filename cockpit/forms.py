@@ -8,7 +8,9 @@ from django.contrib.auth import get_user_model
 
 from datasets_app.models import Language
 from llm.config import configured_models
+from projects.errors import ProjectError
 from projects.models import Membership, Project
+from projects.services import check_slug_free_of_pages
 from providers.registry import PROVIDERS
 
 
@@ -16,6 +18,14 @@ class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
         fields = ["name", "slug", "description"]
+
+    def clean_slug(self):
+        slug = self.cleaned_data["slug"]
+        try:
+            check_slug_free_of_pages(slug)
+        except ProjectError as error:
+            raise forms.ValidationError(error.message) from None
+        return slug
 
 
 class MemberForm(forms.Form):
