@@ -30,14 +30,16 @@ def _verification_targets() -> list[ReferenceCandidate]:
 
 
 def _pairwise_targets() -> list[tuple]:
+    """Every pair of the instance's model outputs and its accepted reference, for each demo instance
+    with outputs: enough battles among several models for Elo and Bradley–Terry."""
     targets = []
-    for instance in Instance.objects.filter(model_outputs__isnull=False).distinct().order_by("id")[:3]:
-        outputs = list(instance.model_outputs.order_by("model_name"))
-        if len(outputs) >= 2:
-            targets.append((outputs[0], outputs[1]))
+    for instance in Instance.objects.filter(model_outputs__isnull=False).distinct().order_by("id"):
+        sides = list(instance.model_outputs.order_by("model_name"))
         reference = AcceptedReference.objects.filter(instance=instance).first()
-        if reference is not None:
-            targets.append((outputs[0], reference))
+        for index, output in enumerate(sides):
+            targets.extend((output, other) for other in sides[index + 1:])
+            if reference is not None:
+                targets.append((output, reference))
     return targets
 
 
