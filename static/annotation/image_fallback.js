@@ -69,6 +69,7 @@
     box.appendChild(button);
     box.appendChild(status);
     image.hidden = true;
+    image.style.display = "none";  // page styles may set display on images, which [hidden] alone loses to
     image.insertAdjacentElement("afterend", box);
   }
 
