@@ -120,6 +120,6 @@ class ReportImageView(CrowdWorkAPIView):
 
     def post(self, request, assignment_id: int):
         outcome = image_reports.report_image(
-            assignment_id=assignment_id, worker=self.worker(request), image_url=request.data.get("image_url"))
+            assignment_id=assignment_id, worker=self.worker(request), image_url=image_reports.image_url_of(request.data))
         return Response({"reported": True, "created": outcome.created},
                         status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK)

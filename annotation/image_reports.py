@@ -59,6 +59,11 @@ def shown_image_urls(assignment: Assignment) -> set[str]:
     return urls
 
 
+def image_url_of(data: Any) -> Any:
+    """The ``image_url`` field of a request body (None when the body is not an object)."""
+    return data.get("image_url") if hasattr(data, "get") else None
+
+
 def report_image(*, assignment_id: Any, worker: Worker, image_url: Any) -> ReportOutcome:
     """Record that ``image_url`` of the worker's assignment did not load (once per worker and image)."""
     try:

@@ -117,6 +117,6 @@ class ProviderReportImageView(APIView):
         assignment, worker = assignment_for_token(
             token=request.headers.get("X-Task-Token", ""), assignment_id=assignment_id)
         outcome = image_reports.report_image(
-            assignment_id=assignment.pk, worker=worker, image_url=request.data.get("image_url"))
+            assignment_id=assignment.pk, worker=worker, image_url=image_reports.image_url_of(request.data))
         return Response({"reported": True, "created": outcome.created},
                         status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK)

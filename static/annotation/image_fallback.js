@@ -51,12 +51,19 @@
     box.appendChild(message);
     const link = document.createElement("a");
     link.className = "image-placeholder-link";
-    link.href = address;
+    // Only web addresses become links (an address is shown as text whatever it is).
+    if (/^(https?:\/\/|\/)/i.test(address)) link.href = address;
     link.target = "_blank";
     link.rel = "noopener noreferrer";
     link.textContent = address || config.dataset.msgOpen;
     link.title = config.dataset.msgOpen;
     box.appendChild(link);
+    if (!config.dataset.url) {  // a preview: nothing to report against yet
+      image.hidden = true;
+      image.style.display = "none";
+      image.insertAdjacentElement("afterend", box);
+      return;
+    }
     const button = document.createElement("button");
     button.type = "button";
     button.className = "secondary image-report-button";

@@ -66,6 +66,9 @@ def test_only_images_of_ones_own_task_can_be_reported():
     assert report(client, assignment.pk, "x" * 3000).status_code == 400
     assert client.post(f"/api/work/assignments/{assignment.pk}/report-image/", {"image_url": ["a"]},
                        content_type="application/json").status_code == 400
+    for body in (["image_url", urls[0]], "just text", 42):
+        assert client.post(f"/api/work/assignments/{assignment.pk}/report-image/", body,
+                           content_type="application/json").status_code == 400
     assert report(client_for(other), assignment.pk, urls[0]).status_code == 404
     assert report(client, 999999, urls[0]).status_code == 404
     assert Client().post(f"/api/work/assignments/{assignment.pk}/report-image/", {"image_url": urls[0]},

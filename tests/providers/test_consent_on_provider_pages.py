@@ -93,3 +93,19 @@ def test_dry_run_workers_agree_to_the_study_information(provider_name, round_fac
     # The rehearsal keeps nothing, its consent decisions included.
     assert not ConsentDecision.objects.exists()
     assert consent.consent_required(round=round)
+
+
+def test_provider_pages_carry_the_broken_image_placeholder(mturk_fake, round_factory):
+    round = round_factory(items=1)
+    services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0))
+    hit = HIT.objects.get()
+    preview = Client().get(f"/work/mturk/{round.pk}/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId={hit.hit_id}")
+    html = preview.content.decode()
+    assert preview.status_code == 200 and 'id="image-report"' in html and 'data-url=""' in html
+    assignment_id = mturk_fake.accept_assignment(hit.hit_id, "AWORKER1")
+    page = Client().get(f"/work/mturk/{round.pk}/?assignmentId={assignment_id}&hitId={hit.hit_id}"
+                        f"&workerId=AWORKER1&turkSubmitTo={SANDBOX}")
+    assignment = Assignment.objects.get()
+    html = page.content.decode()
+    assert f'data-url="/api/providers/assignments/{assignment.pk}/report-image/"' in html
+    assert re.search(r'id="image-report"[^>]*data-task-token="[^"]+"', html, re.S)
