@@ -1,9 +1,12 @@
 """Forms of the cockpit's project pages."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django import forms
 from django.contrib.auth import get_user_model
 
+from llm.config import configured_models
 from projects.models import Membership, Project
 
 
@@ -23,3 +26,19 @@ class MemberForm(forms.Form):
         if user is None:
             raise forms.ValidationError(f"No active user '{username}'.")
         return user
+
+
+class RunForm(forms.Form):
+    """What every background step run asks for: the model (among the configured ones) and a budget."""
+
+    model = forms.ChoiceField(choices=())
+    budget_usd = forms.DecimalField(label="Budget (USD)", min_value=Decimal("0.000001"), max_digits=12,
+                                    decimal_places=6, initial=Decimal("1.00"))
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = [(name, name) for name in configured_models()]
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField()

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "evaluation",
     "llm",
     "projects",
+    "stepruns",
     "cockpit",
 ]
 
@@ -158,6 +159,8 @@ MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", BASE_DIR / "media"))
 # Uploaded images larger than this are rejected before they reach Pillow.
 MAX_IMAGE_UPLOAD_BYTES = int(os.environ.get("MAX_IMAGE_UPLOAD_BYTES", str(10 * 1024 * 1024)))
+# Data files (predictions, review sets, families) uploaded from the project board.
+MAX_DATA_UPLOAD_BYTES = env_number("MAX_DATA_UPLOAD_BYTES", str(20 * 1024 * 1024), int)
 
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -160,16 +160,18 @@ def _image_urls(path: str, row: int, column: str, raw: str | None, check_url: Im
         raise VisitBenchFormatError(path, str(refused), row=row, column=column) from None
 
 
-def _instance_index() -> dict[tuple[str, tuple[str, ...]], list[Instance]]:
+def _instance_index(instances=None) -> dict[tuple[str, tuple[str, ...]], list[Instance]]:
     index: dict[tuple[str, tuple[str, ...]], list[Instance]] = defaultdict(list)
-    for instance in Instance.objects.select_related("family").prefetch_related("image_links__image"):
+    queryset = Instance.objects.all() if instances is None else instances
+    for instance in queryset.select_related("family").prefetch_related("image_links__image"):
         key = (normalise_instruction(instance.instruction), tuple(map(match_key, instance_image_urls(instance))))
         index[key].append(instance)
     return index
 
 
-def match_rows(rows: list[PredictionRow]) -> tuple[list[tuple[PredictionRow, Instance]], list[UnmatchedRow]]:
-    index = _instance_index()
+def match_rows(rows: list[PredictionRow], *, instances=None) -> tuple[list[tuple[PredictionRow, Instance]], list[UnmatchedRow]]:
+    """Each row's instance (among ``instances``, a queryset; default all) or why it has none."""
+    index = _instance_index(instances)
     matched, unmatched = [], []
     for row in rows:
         found = index.get((normalise_instruction(row.instruction), tuple(map(match_key, row.image_urls))), [])
@@ -189,16 +191,16 @@ class UnmatchedPredictions(VisitBenchFormatError):
     """Strict import: some rows match no instance; nothing was imported."""
 
 
-def import_predictions(*, path: str | Path, strict: bool = False) -> PredictionsImportReport:
+def import_predictions(*, path: str | Path, strict: bool = False, instances=None) -> PredictionsImportReport:
     """Import model outputs from a leaderboard ``predictions.csv``, atomically and idempotently.
 
     The whole file is parsed and matched before anything is written; a malformed file changes
     nothing, and so does an unmatched row when ``strict``. Re-importing updates the output of each
-    (instance, model) in place.
+    (instance, model) in place. ``instances`` (a queryset, e.g. one project's) limits the matching.
     """
     path = str(path)
     models, rows = read_predictions_csv(path)
-    matched, unmatched = match_rows(rows)
+    matched, unmatched = match_rows(rows, instances=instances)
     if strict and unmatched:
         listed = "; ".join(f"row {row.row_number}: {row.reason}" for row in unmatched[:10])
         more = f" (and {len(unmatched) - 10} more)" if len(unmatched) > 10 else ""

@@ -89,3 +89,9 @@ class LLMConfig:
             # With nothing configured at all, name every variable, not only the model.
             raise LLMNotConfigured(MISSING_MODEL_HELP if self.has_server else MISSING_SERVER_HELP)
         return resolved
+
+
+def configured_models() -> list[str]:
+    """The models a researcher may pick for a step: ``LLM_MODEL`` first, then those with a price."""
+    config = LLMConfig.from_settings()
+    return list(dict.fromkeys([name for name in [config.model, *sorted(config.prices)] if name]))

@@ -1,18 +1,126 @@
-"""The project dashboard: what the project holds and where each piece stands."""
+"""The project dashboard: the pipeline board (instances by stage with the next action, IRR review
+sets, rounds in progress, models), background LLM step runs and material uploads."""
 from __future__ import annotations
 
-from django.shortcuts import render
-from django.urls import path
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET, require_POST
 
-from ..access import project_for, researcher_required
+from datasets_app.uploads import import_families_upload, import_predictions_upload, import_review_sets_upload
+from stepruns.kinds.registry import KINDS
+from stepruns.models import StepRun
+from stepruns.services import start_run
+
+from ..access import is_owner, owned_project_for, project_for, researcher_required
+from ..forms import RunForm, UploadForm
+from ..selectors import pipeline_board
+
+# Upload name → (what it takes in, the service, the format in a line).
+UPLOADS = {
+    "predictions": ("Predictions file", import_predictions_upload,
+                    "CSV: instruction, image (or images, a JSON list), one '<model> prediction' column per model."),
+    "review-sets": ("IRR review sets", import_review_sets_upload,
+                    "CSV or JSON lines: item_id, language (en or ja), category, image_url, license, creator, source_url, "
+                    "review_1 … review_5 (or a reviews list)."),
+    "families": ("Instruction families", import_families_upload,
+                 "JSON lines: name, description, multi_image, seed_instruction, seed_response, "
+                 "seed_image_urls, license."),
+}
+
+
+def _start_forms(project, bound_kind: str | None = None, data=None):
+    return [
+        {"name": name, "kind": kind,
+         "form": kind.form(data if name == bound_kind else None, project=project),
+         "run_form": RunForm(data if name == bound_kind else None, prefix=f"{name}-run")}
+        for name, kind in KINDS.items()
+    ]
+
+
+def _board(request, project, *, bound_kind=None, data=None, status=200):
+    owner = is_owner(request, project)
+    context = {
+        "project": project, "cockpit_section": "board", "board": pipeline_board(project), "can_manage": owner,
+        "start_forms": _start_forms(project, bound_kind, data) if owner else [],
+        "uploads": [{"name": name, "label": label, "help": help, "form": UploadForm(prefix=name)}
+                    for name, (label, _, help) in UPLOADS.items()] if owner else [],
+    }
+    return render(request, "cockpit/board.html", context, status=status)
 
 
 @researcher_required
+@require_GET
 def project_dashboard(request, slug: str):
+    return _board(request, project_for(request, slug))
+
+
+@researcher_required
+@require_POST
+def start_step(request, slug: str, kind: str):
+    project = owned_project_for(request, slug)
+    step_kind = KINDS.get(kind)
+    run_form = RunForm(request.POST, prefix=f"{step_kind.name}-run")
+    form = step_kind.form(request.POST, project=project)
+    if not (run_form.is_valid() and form.is_valid()):
+        messages.error(request, f"{step_kind.label}: please correct the form below.")
+        return _board(request, project, bound_kind=step_kind.name, data=request.POST, status=400)
+    run = start_run(project=project, user=request.user, kind=step_kind.name, model=run_form.cleaned_data["model"],
+                    budget_usd=run_form.cleaned_data["budget_usd"], parameters=form.cleaned_data)
+    return redirect("cockpit:step-run", slug=project.slug, run_id=run.pk)
+
+
+@researcher_required
+@require_GET
+def step_run(request, slug: str, run_id: int):
     project = project_for(request, slug)
-    return render(request, "cockpit/board.html", {"project": project, "cockpit_section": "board"})
+    run = get_object_or_404(StepRun.objects.select_related("created_by"), project=project, pk=run_id)
+    kind = KINDS.get(run.kind)
+    return render(request, "cockpit/step_run.html", {
+        "project": project, "cockpit_section": "board", "run": run, "kind": kind,
+        "parameters": [(key, ", ".join(map(str, value)) if isinstance(value, list) else value)
+                       for key, value in run.parameters.items()],
+    })
+
+
+@researcher_required
+@require_POST
+def upload(request, slug: str, what: str):
+    project = owned_project_for(request, slug)
+    if what not in UPLOADS:
+        return render(request, "message.html", {"message": f"Nothing to upload as {what[:40]!r}."}, status=404)
+    label, service, _ = UPLOADS[what]
+    form = UploadForm(request.POST, request.FILES, prefix=what)
+    if not form.is_valid():
+        problem = " ".join(form.errors.get("file", [])) or "choose a file to upload."
+        messages.error(request, f"{label}: {problem}")
+        return _board(request, project, status=400)
+    report = service(project=project, upload=form.cleaned_data["file"])
+    messages.success(request, report.summary())
+    follow = [name for name, kind in KINDS.items() if kind.follows_predictions] if what == "predictions" else []
+    if follow:
+        query = urlencode({"new": ",".join(report.per_model)})
+        return redirect(f"{reverse('cockpit:board-judge', kwargs={'slug': project.slug})}?{query}")
+    return redirect("cockpit:project", slug=project.slug)
+
+
+@researcher_required
+@require_GET
+def judge_new_models(request, slug: str):
+    """After a predictions upload: judge the new model(s) against the board's models and the reference."""
+    project = owned_project_for(request, slug)
+    new = [name for name in request.GET.get("new", "").split(",") if name][:20]
+    forms = [entry for entry in _start_forms(project) if entry["kind"].follows_predictions]
+    return render(request, "cockpit/board_judge.html", {
+        "project": project, "cockpit_section": "board", "new_models": new, "start_forms": forms,
+    })
 
 
 urlpatterns = [
     path("<slug:slug>/", project_dashboard, name="project"),
+    path("<slug:slug>/board/run/<str:kind>/", start_step, name="start-step"),
+    path("<slug:slug>/board/runs/<int:run_id>/", step_run, name="step-run"),
+    path("<slug:slug>/board/upload/<str:what>/", upload, name="board-upload"),
+    path("<slug:slug>/board/judge/", judge_new_models, name="board-judge"),
 ]

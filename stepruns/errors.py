@@ -1,0 +1,14 @@
+"""Refusals of the step-run services."""
+from crowdbench.errors import ServiceError
+
+
+class RunConflict(ServiceError):
+    """The run is not in a status this change may move it from."""
+
+    status_code = 409
+
+
+class RunRefused(ServiceError):
+    """The run cannot be started as asked."""
+
+    status_code = 400

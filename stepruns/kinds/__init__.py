@@ -1,0 +1,1 @@
+"""The kinds of background step run, one module each, found through ``registry.KINDS``."""

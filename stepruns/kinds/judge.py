@@ -1,0 +1,72 @@
+"""The LLM pairwise judge over the project's model outputs (the service of ``manage.py judge``):
+its battles feed the judge leaderboard."""
+from __future__ import annotations
+
+from django import forms
+
+from datasets_app.models import ModelOutput
+from evaluation.judge.services import judge_pairs
+
+from .base import NoParameters, StepKind, outcome_of
+from .references import project_instances
+
+AGAINST = "against"
+BACKED = "backed"
+NONE = "none"
+
+
+def project_models(project) -> list[str]:
+    """The names of the models with outputs on the project's instances."""
+    return sorted(set(ModelOutput.objects.filter(instance__family__project=project)
+                      .values_list("model_name", flat=True)))
+
+
+class JudgeForm(NoParameters):
+    models = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Every pair of these models is judged (both orders) on every instance where both answered.",
+    )
+    reference = forms.ChoiceField(
+        choices=[(AGAINST, "also judge each model against the reference"),
+                 (BACKED, "reference-backed: show the judge the verified reference, and judge against it"),
+                 (NONE, "models only")],
+        initial=AGAINST,
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        names = project_models(self.project) if self.project is not None else []
+        self.fields["models"].choices = [(name, name) for name in names]
+        self.fields["models"].initial = names
+
+    def clean(self):
+        cleaned = super().clean()
+        models = cleaned.get("models") or []
+        if models and len(models) < 2 and cleaned.get("reference") == NONE:
+            raise forms.ValidationError("choose two models, or one model and the reference")
+        return cleaned
+
+
+class JudgeOutputs(StepKind):
+    name = "judge_outputs"
+    label = "Judge model outputs"
+    action = "judge"
+    form_class = JudgeForm
+    follows_predictions = True
+    feeds_results = True
+
+    def pending(self, *, project, parameters=None) -> int:
+        models = (parameters or {}).get("models") or project_models(project)
+        return ModelOutput.objects.filter(instance__family__project=project, model_name__in=models).count()
+
+    def execute(self, *, project, model, budget_usd, parameters, progress, on_requests):
+        reference = parameters.get("reference", AGAINST)
+        report = judge_pairs(
+            models=parameters["models"], with_reference=reference == BACKED, against_reference=reference != NONE,
+            instances=project_instances(project), judge_model=model, budget_usd=budget_usd,
+            progress=progress, on_requests=on_requests,
+        )
+        return outcome_of(
+            report, result={"battle_ids": [battle.battle_id for battle in report.battles]},
+            subject=lambda failure: f"instance {failure.instance_id}, {failure.model_a} vs {failure.model_b}",
+        )

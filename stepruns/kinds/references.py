@@ -1,0 +1,76 @@
+"""Reference candidates from the LLM: for instances awaiting one, and afresh for discarded ones
+(the services of ``manage.py generate_references`` and ``regenerate_references``)."""
+from __future__ import annotations
+
+from django import forms
+
+from annotation.pipeline import generate_and_route_references, regenerate_discarded
+from datasets_app.models import Instance
+
+from .base import NoParameters, StepKind, instance_subject, outcome_of
+
+S = Instance.Status
+
+
+def project_instances(project):
+    return Instance.objects.filter(family__project=project)
+
+
+def _pipeline_outcome(report):
+    outcome = outcome_of(report.references, subject=instance_subject,
+                         result={"candidate_ids": report.references.candidate_ids,
+                                 "reset_instances": report.reset_instances})
+    outcome.summary = f"{outcome.summary}. {report.routing.summary()}"
+    return outcome
+
+
+class GenerateReferences(StepKind):
+    name = "generate_references"
+    label = "Generate references"
+    action = "generate"
+    stage = S.AWAITING_REFERENCE
+
+    def _ids(self, project) -> list[int]:
+        return list(project_instances(project).filter(status=S.AWAITING_REFERENCE).order_by("pk")
+                    .values_list("pk", flat=True))
+
+    def pending(self, *, project, parameters=None) -> int:
+        return len(self._ids(project))
+
+    def execute(self, *, project, model, budget_usd, parameters, progress, on_requests):
+        instances = list(project_instances(project).filter(pk__in=self._ids(project)).select_related("family")
+                         .order_by("pk"))
+        report = generate_and_route_references(instances=instances, model=model, budget_usd=budget_usd,
+                                               progress=progress, on_requests=on_requests)
+        return _pipeline_outcome(report)
+
+
+class RegenerateForm(NoParameters):
+    reasons = forms.MultipleChoiceField(
+        choices=[(value, label) for value, label in Instance.DiscardReason.choices if value],
+        initial=[Instance.DiscardReason.RESPONSE], widget=forms.CheckboxSelectMultiple,
+        help_text="Discarded instances with these reasons get a new candidate.",
+    )
+
+
+class RegenerateReferences(StepKind):
+    name = "regenerate_references"
+    label = "Regenerate discarded references"
+    action = "regenerate"
+    stage = S.DISCARDED
+    form_class = RegenerateForm
+
+    @staticmethod
+    def _ids(project, parameters) -> list[int]:
+        reasons = (parameters or {}).get("reasons") or [Instance.DiscardReason.RESPONSE]
+        return list(project_instances(project).filter(status=S.DISCARDED, discard_reason__in=reasons)
+                    .order_by("pk").values_list("pk", flat=True))
+
+    def pending(self, *, project, parameters=None) -> int:
+        return len(self._ids(project, parameters))
+
+    def execute(self, *, project, model, budget_usd, parameters, progress, on_requests):
+        report = regenerate_discarded(reasons=parameters["reasons"], instance_ids=self._ids(project, parameters),
+                                      model=model, budget_usd=budget_usd, progress=progress,
+                                      on_requests=on_requests)
+        return _pipeline_outcome(report)

@@ -1,0 +1,58 @@
+"""Background runs of the pipeline's LLM steps, started from the project board.
+
+A run's status is owned by ``stepruns.lifecycle``: nothing else assigns it.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+
+from llm.steps import format_usd
+
+
+class StepRun(models.Model):
+    """One LLM step over a project's data, run in the background with a budget."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+        STOPPED = "stopped", "stopped: budget reached"
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="step_runs")
+    kind = models.CharField(max_length=60, help_text="A name in stepruns.kinds.registry.KINDS.")
+    model = models.CharField(max_length=200, blank=True, help_text="The LLM model the step asks.")
+    parameters = models.JSONField(default=dict, blank=True)
+    budget_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True,
+                                     help_text="Empty means no cap.")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    done = models.PositiveIntegerField(default=0, help_text="Requests answered so far.")
+    total = models.PositiveIntegerField(default=0, help_text="Requests the step has sent or will send.")
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
+    failures = models.JSONField(default=list, blank=True, help_text="Messages, one per failed subject.")
+    summary = models.TextField(blank=True)
+    result = models.JSONField(default=dict, blank=True, help_text="Ids of what the step stored.")
+    llm_run = models.ForeignKey("llm.LLMRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} ({self.status})"
+
+    @property
+    def cost_shown(self) -> str:
+        """The cost in USD without trailing zeros (0.02169600 → 0.021696)."""
+        return format_usd(self.cost_usd)
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)

@@ -1,0 +1,75 @@
+"""A step run's status changes only through ``stepruns.lifecycle``, along the drawn edges."""
+from decimal import Decimal
+
+import pytest
+
+from stepruns import lifecycle
+from stepruns.errors import RunConflict
+from stepruns.models import StepRun
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run(project, researcher):
+    return StepRun.objects.create(project=project, kind="generate_references", model="m", created_by=researcher,
+                                  budget_usd=Decimal("1"))
+
+
+def test_queued_running_succeeded(run):
+    assert run.status == StepRun.Status.QUEUED and run.is_active
+    lifecycle.begin(run)
+    assert run.status == StepRun.Status.RUNNING and run.started_at is not None
+    lifecycle.record_progress(run, added=3)
+    lifecycle.record_progress(run, answered=2, cost_usd=Decimal("0.25"))
+    run.refresh_from_db()
+    assert (run.done, run.total, run.cost_usd) == (2, 3, Decimal("0.25"))
+    lifecycle.finish(run, budget_reached=False, summary="done", failures=["instance 1: broke"],
+                     cost_usd=Decimal("0.30"), result={"ids": [1]}, llm_run_id=None)
+    assert run.status == StepRun.Status.SUCCEEDED and not run.is_active
+    assert run.finished_at is not None and run.failures == ["instance 1: broke"] and run.cost_usd == Decimal("0.30")
+
+
+def test_budget_reached_is_stopped_and_a_failure_is_failed(run, project, researcher):
+    lifecycle.begin(run)
+    lifecycle.finish(run, budget_reached=True, summary="", failures=[], cost_usd=Decimal(0), result={},
+                     llm_run_id=None)
+    assert run.status == StepRun.Status.STOPPED
+    other = StepRun.objects.create(project=project, kind="judge_outputs", model="m", created_by=researcher)
+    lifecycle.fail(other, "The LLM is not configured")
+    assert other.status == StepRun.Status.FAILED and other.summary == "The LLM is not configured"
+
+
+@pytest.mark.parametrize("illegal", [
+    lambda run: lifecycle.finish(run, budget_reached=False, summary="", failures=[], cost_usd=Decimal(0),
+                                 result={}, llm_run_id=None),
+    lambda run: lifecycle.record_progress(run, answered=1),
+])
+def test_a_queued_run_cannot_finish_or_progress(run, illegal):
+    with pytest.raises(RunConflict) as refused:
+        illegal(run)
+    assert refused.value.status_code == 409 and f"step run {run.pk} is" in refused.value.message
+    run.refresh_from_db()
+    assert run.status == StepRun.Status.QUEUED and run.done == 0
+
+
+def test_a_run_is_taken_once_and_a_finished_run_stays_finished(run):
+    lifecycle.begin(run)
+    with pytest.raises(RunConflict):
+        lifecycle.begin(StepRun.objects.get(pk=run.pk))  # a second worker
+    lifecycle.fail(run, "broke off")
+    for change in (lifecycle.begin, lambda r: lifecycle.fail(r, "again"),
+                   lambda r: lifecycle.finish(r, budget_reached=False, summary="", failures=[],
+                                              cost_usd=Decimal(0), result={}, llm_run_id=None)):
+        with pytest.raises(RunConflict):
+            change(StepRun.objects.get(pk=run.pk))
+    run.refresh_from_db()
+    assert run.status == StepRun.Status.FAILED and run.summary == "broke off"
+
+
+def test_failure_messages_are_bounded(run):
+    lifecycle.begin(run)
+    lifecycle.finish(run, budget_reached=False, summary="", failures=["x" * 2000] * 250, cost_usd=Decimal(0),
+                     result={}, llm_run_id=None)
+    assert len(run.failures) == lifecycle.MAX_FAILURES_KEPT + 1
+    assert len(run.failures[0]) == lifecycle.MAX_MESSAGE_CHARACTERS and run.failures[-1] == "… and 50 more"

@@ -1,0 +1,201 @@
+"""Step runs started from the board: run in-process without a broker (Celery eager), through the
+same services as the commands, against the local fake OpenAI server; budget stops, failures,
+refusals and permissions."""
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from datasets_app.models import Instance, ReferenceCandidate
+from llm.models import LLMRun
+from stepruns.models import StepRun
+
+from ..conftest import PASSWORD
+from .conftest import MODEL, project_instance
+
+pytestmark = pytest.mark.django_db
+S = Instance.Status
+
+
+def start(client, project, kind, *, model=MODEL, budget="1.00", **fields):
+    data = {f"{kind}-run-model": model, f"{kind}-run-budget_usd": budget}
+    data.update({f"{kind}-{key}": value for key, value in fields.items()})
+    return client.post(reverse("cockpit:start-step", args=[project.slug, kind]), data)
+
+
+@pytest.fixture
+def owner_client(client, researcher):
+    client.login(username=researcher.username, password=PASSWORD)
+    return client
+
+
+@pytest.fixture
+def awaiting(project):
+    return [project_instance(project, status=S.AWAITING_REFERENCE) for _ in range(3)]
+
+
+def test_generate_references_runs_in_process_and_shows_progress_and_cost(
+        owner_client, project, researcher, awaiting, llm_settings, fake_server, django_capture_on_commit_callbacks):
+    other = project_instance(project, status=S.VERIFIED)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = start(owner_client, project, "generate_references")
+    run = StepRun.objects.get()
+    assert response.status_code == 302 and response.url == f"/projects/study-a/board/runs/{run.pk}/"
+    assert run.status == StepRun.Status.SUCCEEDED and run.created_by == researcher
+    assert (run.done, run.total) == (3, 3) and len(fake_server.completion_requests) == 3
+    llm_run = LLMRun.objects.get(pk=run.llm_run_id)
+    assert run.cost_usd == llm_run.spent_usd > 0 and llm_run.budget_usd == Decimal("1")
+    assert sorted(ReferenceCandidate.objects.values_list("instance_id", flat=True)) == [i.pk for i in awaiting]
+    assert not ReferenceCandidate.objects.filter(instance=other).exists()
+    assert set(Instance.objects.filter(pk__in=[i.pk for i in awaiting]).values_list("status", flat=True)) == {
+        S.AWAITING_VERIFICATION}
+    page = owner_client.get(response.url).content.decode()
+    assert "succeeded" in page and "3 / 3" in page and str(run.cost_usd.normalize()) in page
+    assert "3 reference candidates created" in page
+
+
+def test_a_budget_too_small_stops_the_run(owner_client, project, awaiting, llm_settings, fake_server,
+                                          django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        start(owner_client, project, "generate_references", budget="0.000001")
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.STOPPED and not fake_server.completion_requests
+    assert not ReferenceCandidate.objects.exists()
+    page = owner_client.get(reverse("cockpit:step-run", args=[project.slug, run.pk])).content.decode()
+    assert "stopped: budget reached" in page and "start the step again with a larger budget" in page
+
+
+def test_failures_are_listed_without_secrets(owner_client, project, awaiting, llm_settings, fake_server,
+                                             django_capture_on_commit_callbacks):
+    llm_settings.LLM_API_KEY = "sk-secret-key-never-shown"
+    fake_server.fail_next(1, status=500, message="upstream exploded")
+    with django_capture_on_commit_callbacks(execute=True):
+        start(owner_client, project, "generate_references")
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.SUCCEEDED and ReferenceCandidate.objects.count() == 2
+    assert len(run.failures) == 1 and run.failures[0].startswith(f"instance {awaiting[0].pk}: ")
+    page = owner_client.get(reverse("cockpit:step-run", args=[project.slug, run.pk])).content.decode()
+    assert "Failures (1)" in page and run.failures[0].split(": ", 1)[1][:30] in page
+    assert "sk-secret" not in page and "sk-secret" not in str(run.failures) + run.summary
+
+
+def test_a_step_without_a_configured_server_fails_with_the_reason(
+        owner_client, project, awaiting, settings, django_capture_on_commit_callbacks):
+    settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL, settings.LLM_PRICES = "", "", MODEL, {}
+    with django_capture_on_commit_callbacks(execute=True):
+        start(owner_client, project, "generate_references")
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.FAILED and "LLM_BASE_URL" in run.summary
+    assert Instance.objects.filter(status=S.AWAITING_REFERENCE).count() == 3
+
+
+def test_regenerate_discarded_only_touches_the_projects_instances(
+        owner_client, project, make_researcher, llm_settings, django_capture_on_commit_callbacks):
+    from projects.services import create_project
+
+    mine = project_instance(project, status=S.DISCARDED, reason="response")
+    theirs = project_instance(create_project(name="B", slug="b", owner=make_researcher("bob")),
+                              status=S.DISCARDED, reason="response")
+    with django_capture_on_commit_callbacks(execute=True):
+        start(owner_client, project, "regenerate_references", reasons="response")
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.SUCCEEDED and run.parameters == {"reasons": ["response"]}
+    mine.refresh_from_db(), theirs.refresh_from_db()
+    assert mine.status == S.AWAITING_VERIFICATION and theirs.status == S.DISCARDED
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"model": "gpt-unknown"}, "Select a valid choice"),
+    ({"budget": "-1"}, "greater than or equal to"),
+    ({"budget": "lots"}, "Enter a number"),
+    ({"budget": "0.0000001"}, "decimal places"),
+])
+def test_bad_requests_are_refused_and_start_nothing(owner_client, project, awaiting, llm_settings, fields, message):
+    response = start(owner_client, project, "generate_references", **fields)
+    assert response.status_code == 400 and message in response.content.decode()
+    assert not StepRun.objects.exists()
+
+
+def test_an_unknown_kind_or_nothing_to_do_is_refused(owner_client, project, llm_settings):
+    response = start(owner_client, project, "mine_bitcoin")
+    assert response.status_code == 400 and "unknown step kind" in response.content.decode()
+    response = start(owner_client, project, "generate_references")
+    assert response.status_code == 400 and "nothing in this project to do" in response.content.decode()
+    assert not StepRun.objects.exists()
+
+
+def test_only_owners_start_runs_and_only_members_see_them(client, project, collaborator, make_researcher, awaiting,
+                                                          researcher, llm_settings):
+    client.login(username=collaborator.username, password=PASSWORD)
+    assert start(client, project, "generate_references").status_code == 403
+    assert not StepRun.objects.exists()
+    run = StepRun.objects.create(project=project, kind="generate_references", model=MODEL, created_by=researcher)
+    assert client.get(reverse("cockpit:step-run", args=[project.slug, run.pk])).status_code == 200
+    make_researcher("eve")
+    client.login(username="eve", password=PASSWORD)
+    assert client.get(reverse("cockpit:step-run", args=[project.slug, run.pk])).status_code == 404
+    assert start(client, project, "generate_references").status_code == 404
+    client.logout()
+    assert start(client, project, "generate_references").status_code == 302  # to the login page
+    assert StepRun.objects.count() == 1
+
+
+def test_generate_outputs_for_the_projects_verified_instances(owner_client, project, llm_settings,
+                                                              django_capture_on_commit_callbacks):
+    from datasets_app.models import ModelOutput
+
+    verified = [project_instance(project, status=S.VERIFIED) for _ in range(2)]
+    project_instance(project, status=S.AWAITING_REFERENCE)
+    with django_capture_on_commit_callbacks(execute=True):
+        start(owner_client, project, "generate_outputs", model="cheap-model", output_name="cheap-v1")
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.SUCCEEDED and run.parameters == {"output_name": "cheap-v1"}
+    assert sorted(ModelOutput.objects.filter(model_name="cheap-v1").values_list("instance_id", flat=True)) == [
+        i.pk for i in verified]
+    assert run.model == "cheap-model" and run.result == {"model": "cheap-v1"}
+
+
+def test_rank_reviews_with_the_chat_ranker(owner_client, project, settings, django_capture_on_commit_callbacks):
+    from datasets_app.models import ReviewSet
+    from evaluation.models import ReviewScore
+    from fakes.openai_server import FakeOpenAIServer
+    from tests.annotation.factories import make_review_set
+
+    sets = [make_review_set(language=language) for language in ("en", "ja")]
+    ReviewSet.objects.filter(pk__in=[s.pk for s in sets]).update(project=project)
+    make_review_set(language="en")  # another project's
+    with FakeOpenAIServer(responder=lambda endpoint, body: "A > B > C > D > E") as server:
+        settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL = server.base_url, "", MODEL
+        settings.LLM_PRICES, settings.LLM_MAX_RETRIES = {MODEL: {"input": 1, "output": 1}}, 0
+        with django_capture_on_commit_callbacks(execute=True):
+            start(owner_client, project, "rank_reviews", ranker="chat", language="")
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.SUCCEEDED, run.summary
+    assert run.summary.startswith("chat: 2 of 2 review sets scored (10 review scores stored)")
+    assert set(ReviewScore.objects.values_list("review__review_set__project", flat=True)) == {project.pk}
+    assert run.cost_usd > 0 and (run.done, run.total) == (2, 2)
+
+
+def test_generate_reviews_for_the_projects_images(owner_client, project, settings, django_capture_on_commit_callbacks):
+    import json
+
+    from datasets_app.models import ReviewSet, Source
+    from fakes.openai_server import FakeOpenAIServer
+    from tests.annotation.factories import make_review_set
+
+    imported = make_review_set(language="en", stored_images=True)
+    ReviewSet.objects.filter(pk=imported.pk).update(project=project)
+    make_review_set(language="en", stored_images=True)  # another project's image
+    answer = json.dumps({"reviews": [{"level": level, "text": f"Review at level {level}."} for level in range(1, 6)]})
+    with FakeOpenAIServer(responder=lambda endpoint, body: answer) as server:
+        settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL = server.base_url, "", MODEL
+        settings.LLM_PRICES, settings.LLM_MAX_RETRIES = {MODEL: {"input": 1, "output": 1}}, 0
+        with django_capture_on_commit_callbacks(execute=True):
+            start(owner_client, project, "generate_reviews", languages=["en", "ja"])
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.SUCCEEDED, run.summary
+    generated = ReviewSet.objects.filter(source=Source.LLM)
+    assert sorted(generated.values_list("language", flat=True)) == ["en", "ja"]
+    assert set(generated.values_list("project", flat=True)) == {project.pk}
+    assert set(generated.values_list("image", flat=True)) == {imported.image_id}
+    assert sorted(run.result["review_set_ids"]) == sorted(generated.values_list("pk", flat=True))
