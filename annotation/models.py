@@ -132,6 +132,7 @@ class CollectionRound(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", _("Draft")
         OPEN = "open", _("Open")
+        PAUSED = "paused", _("Paused")
         CLOSED = "closed", _("Closed")
         CANCELLED = "cancelled", _("Cancelled")
 

@@ -35,7 +35,7 @@ INHERITED_SETTINGS = (
     "language", "reward_per_task", "currency", "target_hourly_wage", "time_limit_seconds",
     "qualification_rules", "created_by",
 )
-USABLE = (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN)
+USABLE = (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED)
 
 
 # --- follow-up stages, called by the task types' completion hooks --------------------------------

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
+from django.db.models import Count, F, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -169,8 +169,8 @@ def add_items(
 ) -> list[WorkItem]:
     """Add one work item per target, in order; ``gold_answers`` maps a target's index to its expected result."""
     round = CollectionRound.objects.select_for_update().get(pk=round.pk)
-    if round.status not in (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN):
-        raise InvalidTransition(f"items can only be added to draft or open rounds, not {round.status} ones")
+    if round.status not in (CollectionRound.Status.DRAFT, *ACTIVE_STATUSES):
+        raise InvalidTransition(f"items can only be added to draft, open or paused rounds, not {round.status} ones")
     handler = get_task_type(round.task_type)
     gold_answers = gold_answers or {}
     last = round.items.order_by("-position").values_list("position", flat=True).first()
@@ -187,14 +187,28 @@ def add_items(
     return items
 
 
+# Round statuses: action → (statuses it may start from, status it leads to; None keeps the status).
+# A paused round hands out no new tasks; work in flight may still be submitted.
 _TRANSITIONS = {
     "open": ({CollectionRound.Status.DRAFT}, CollectionRound.Status.OPEN),
-    "close": ({CollectionRound.Status.OPEN}, CollectionRound.Status.CLOSED),
-    "cancel": ({CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN}, CollectionRound.Status.CANCELLED),
+    "pause": ({CollectionRound.Status.OPEN}, CollectionRound.Status.PAUSED),
+    "resume": ({CollectionRound.Status.PAUSED}, CollectionRound.Status.OPEN),
+    "extend": ({CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED}, None),
+    "close": ({CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED}, CollectionRound.Status.CLOSED),
+    "cancel": ({CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED},
+               CollectionRound.Status.CANCELLED),
 }
+# Statuses in which work may still be submitted and items still change (added, reopened, fed).
+ACTIVE_STATUSES = (CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED)
 
 
-def _transition(*, round: CollectionRound, action: str) -> CollectionRound:
+def allowed_actions(round: CollectionRound) -> list[str]:
+    """The round transitions possible from the round's status, in ``_TRANSITIONS`` order."""
+    return [action for action, (allowed_from, _target) in _TRANSITIONS.items() if round.status in allowed_from]
+
+
+def _transition(*, round: CollectionRound, action: str, change: Callable[[CollectionRound], None] | None = None
+                ) -> CollectionRound:
     allowed_from, target = _TRANSITIONS[action]
     with transaction.atomic():
         locked = CollectionRound.objects.select_for_update().get(pk=round.pk)
@@ -202,11 +216,14 @@ def _transition(*, round: CollectionRound, action: str) -> CollectionRound:
             raise InvalidTransition(f"cannot {action} a round that is {locked.status}")
         if action == "open" and not locked.items.exists():
             raise InvalidTransition("a round needs at least one item before it opens")
-        locked.status = target
+        if target is not None:
+            locked.status = target
         if action == "open":
             locked.opened_at = timezone.now()
-        else:
+        elif action in ("close", "cancel"):
             locked.closed_at = timezone.now()
+        if change is not None:
+            change(locked)
         locked.full_clean()
         locked.save()
     return locked
@@ -214,6 +231,49 @@ def _transition(*, round: CollectionRound, action: str) -> CollectionRound:
 
 def open_round(*, round: CollectionRound) -> CollectionRound:
     return _transition(round=round, action="open")
+
+
+def pause_round(*, round: CollectionRound) -> CollectionRound:
+    """No new tasks are handed out until ``resume_round``; assignments in flight may still be submitted."""
+    return _transition(round=round, action="pause")
+
+
+def resume_round(*, round: CollectionRound) -> CollectionRound:
+    return _transition(round=round, action="resume")
+
+
+def extend_round(
+    *, round: CollectionRound, time_limit_seconds: int | None = None, budget_cap: Decimal | None = None
+) -> CollectionRound:
+    """More time per assignment and/or a higher budget cap (never less: lowering is refused).
+
+    A longer time limit also moves the deadline of the assignments in flight by the difference.
+    The providers' side (e.g. MTurk HIT lifetimes) is ``providers.services.extend_round``.
+    """
+    if time_limit_seconds is None and budget_cap is None:
+        raise InvalidTransition("extend needs a longer time limit or a higher budget cap")
+
+    def change(locked: CollectionRound) -> None:
+        if time_limit_seconds is not None:
+            if time_limit_seconds <= locked.time_limit_seconds:
+                raise InvalidTransition(f"the time limit can only grow: it is {locked.time_limit_seconds} s, "
+                                        f"not more than {time_limit_seconds} s")
+            extra = timedelta(seconds=time_limit_seconds - locked.time_limit_seconds)
+            Assignment.objects.filter(round=locked, status=Assignment.Status.ASSIGNED).update(
+                expires_at=F("expires_at") + extra)
+            locked.time_limit_seconds = time_limit_seconds
+        if budget_cap is not None:
+            if locked.budget_cap is None:
+                raise InvalidTransition("the round has no budget cap; a cap would lower it")
+            if Decimal(budget_cap) <= locked.budget_cap:
+                raise InvalidTransition(f"the budget cap can only grow: it is {locked.budget_cap}, "
+                                        f"not more than {budget_cap}")
+            locked.budget_cap = Decimal(budget_cap)
+
+    try:
+        return _transition(round=round, action="extend", change=change)
+    except ValidationError as error:
+        raise InvalidTransition(_message(error)) from None
 
 
 def close_round(*, round: CollectionRound) -> CollectionRound:
@@ -463,6 +523,25 @@ def task_view(*, assignment: Assignment) -> dict:
     raise BrokenItem(_("This task cannot be shown and was given back; please take the next one."))
 
 
+def task_preview(*, item: WorkItem, rng: random.Random | None = None) -> tuple[Assignment, dict]:
+    """The item's task as a worker would see it, on an unsaved assignment: nothing is reserved and
+    nothing can be submitted (the MTurk preview, the cockpit's preview). An item that no longer
+    fits its task type is refused with ``BrokenItem`` (409), never a 500."""
+    round = item.round
+    handler = get_task_type(round.task_type)
+    if not item_fits(item=item, handler=handler):
+        raise BrokenItem(_("This task cannot be shown: its item no longer fits the task type."))
+    now = timezone.now()
+    preview = Assignment(round=round, item=item, accepted_at=now,
+                         expires_at=now + timedelta(seconds=round.time_limit_seconds),
+                         presentation=handler.present(item=item, rng=rng or random.SystemRandom()))
+    try:
+        return preview, handler.context(preview)
+    except _BROKEN_ITEM_ERRORS:
+        logger.exception("item %s of round %s cannot be shown", item.pk, round.pk)
+    raise BrokenItem(_("This task cannot be shown: its item no longer fits the task type."))
+
+
 @transaction.atomic
 def return_assignment(*, assignment_id: int, worker: Worker) -> Assignment:
     """The worker gives the task back; its slot goes to someone else."""
@@ -530,7 +609,7 @@ def submit_assignment(
             raise ConflictingResubmission(
                 _("This task was already submitted with different answers; they cannot be changed.")
             )
-        if assignment.round.status != CollectionRound.Status.OPEN:
+        if assignment.round.status not in ACTIVE_STATUSES:
             raise RoundNotOpen(_("This round is closed; the submission was not stored."))
         # An expired assignment still takes work that reached its provider in time: a sync stores it
         # with the provider's submission time as ``now``.
@@ -685,7 +764,7 @@ def _after_rejection(*, item_id: int) -> None:
         return
     handler = get_task_type(item.round.task_type)
     _store_aggregate(item=item, handler=handler)
-    if item.round.status == CollectionRound.Status.OPEN:
+    if item.round.status in ACTIVE_STATUSES:
         item.completed_at = None
         item.save(update_fields=["completed_at"])
         try:
@@ -720,21 +799,27 @@ __all__ = [
     "NotYourAssignment",
     "RoundNotOpen",
     "SubmitOutcome",
+    "ACTIVE_STATUSES",
     "add_items",
+    "allowed_actions",
     "approve_assignment",
     "cancel_round",
     "check_worker_may_work",
     "close_round",
     "create_round",
     "expire_stale_assignments",
+    "extend_round",
     "get_or_create_local_worker",
     "on_item_completed",
     "open_round",
+    "pause_round",
     "record_confirmation",
     "reject_assignment",
     "request_assignment",
+    "resume_round",
     "return_assignment",
     "set_worker_languages",
     "submit_assignment",
+    "task_preview",
     "task_view",
 ]

@@ -6,3 +6,9 @@ class NotAResearcher(ServiceError):
     """Only researchers may use the cockpit."""
 
     status_code = 403
+
+
+class DryRunRequired(ServiceError):
+    """Publishing needs a fresh dry run of the round as it is now."""
+
+    status_code = 400

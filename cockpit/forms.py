@@ -6,8 +6,10 @@ from decimal import Decimal
 from django import forms
 from django.contrib.auth import get_user_model
 
+from datasets_app.models import Language
 from llm.config import configured_models
 from projects.models import Membership, Project
+from providers.registry import PROVIDERS
 
 
 class ProjectForm(forms.ModelForm):
@@ -42,3 +44,86 @@ class RunForm(forms.Form):
 
 class UploadForm(forms.Form):
     file = forms.FileField()
+class OptionalJSONField(forms.JSONField):
+    """A JSON field whose empty value shows as an empty box, not ``null``."""
+
+    def prepare_value(self, value):
+        return "" if value is None else super().prepare_value(value)
+
+
+class RoundSettingsForm(forms.Form):
+    """The settings of a new round (the ``annotation.services.create_round`` arguments) and what its
+    cost estimate assumes (provider, expected seconds per task)."""
+
+    name = forms.CharField(max_length=200)
+    language = forms.ChoiceField(choices=Language.choices, initial=Language.ENGLISH)
+    workers_per_item = forms.IntegerField(min_value=1, max_value=100, initial=1)
+    reward_per_task = forms.DecimalField(min_value=0, max_digits=8, decimal_places=2, initial=Decimal("0.50"))
+    currency = forms.CharField(max_length=3, min_length=3, initial="USD")
+    target_hourly_wage = forms.DecimalField(min_value=0, max_digits=8, decimal_places=2, initial=Decimal("18.00"))
+    time_limit_seconds = forms.IntegerField(min_value=30, max_value=7 * 24 * 3600, initial=1800,
+                                            help_text="An assignment expires after this.")
+    budget_cap = forms.DecimalField(required=False, min_value=0, max_digits=10, decimal_places=2,
+                                    help_text="Empty means no cap.")
+    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000,
+                                   help_text="Extra guidance shown to workers above the task's instructions.")
+    min_approved_tasks = forms.IntegerField(required=False, min_value=0, label="Minimum approved tasks")
+    max_tasks_per_worker = forms.IntegerField(required=False, min_value=0, label="Most tasks per worker")
+    allowed_providers = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Workers from",
+        choices=lambda: [(name, provider.label or name) for name, provider in PROVIDERS.items()],
+        help_text="None checked: workers from every provider.")
+    language_matched = forms.BooleanField(required=False, label="Only workers who list the round's language")
+    gold_answers = OptionalJSONField(
+        required=False, label="Gold items", widget=forms.Textarea(attrs={"rows": 2}),
+        help_text='Item number (as the preview numbers them) → expected result, e.g. {"1": {"winner": "b"}}.')
+    provider = forms.ChoiceField(choices=lambda: [(name, provider.label or name) for name, provider in PROVIDERS.items()],
+                                 initial="local", help_text="For the cost estimate (fees); publishing is chosen at launch.")
+    expected_seconds = forms.IntegerField(min_value=1, max_value=24 * 3600, initial=60, label="Expected seconds per task",
+                                          help_text="For the expected wage and the top-ups the target wage needs.")
+
+    QUALIFICATION_FIELDS = ("min_approved_tasks", "max_tasks_per_worker", "language_matched")
+
+    def round_settings(self) -> dict:
+        """The ``create_round`` arguments."""
+        data = self.cleaned_data
+        rules = {key: data[key] for key in self.QUALIFICATION_FIELDS if data[key] not in (None, False)}
+        if data["allowed_providers"]:
+            rules["providers"] = sorted(data["allowed_providers"])
+        return {
+            "name": data["name"], "task_type": self.task_type, "language": data["language"],
+            "workers_per_item": data["workers_per_item"], "reward_per_task": data["reward_per_task"],
+            "currency": data["currency"].upper(), "target_hourly_wage": data["target_hourly_wage"],
+            "time_limit_seconds": data["time_limit_seconds"], "budget_cap": data["budget_cap"],
+            "instructions": data["instructions"], "qualification_rules": rules,
+        }
+
+    def __init__(self, *args, task_type: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.task_type = task_type
+
+
+class ExtendRoundForm(forms.Form):
+    time_limit_seconds = forms.IntegerField(required=False, min_value=30, max_value=7 * 24 * 3600,
+                                            label="New time limit (seconds)")
+    budget_cap = forms.DecimalField(required=False, min_value=0, max_digits=10, decimal_places=2,
+                                    label="New budget cap")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("time_limit_seconds") is None and data.get("budget_cap") is None:
+            raise forms.ValidationError("Give a longer time limit, a higher budget cap, or both.")
+        return data
+
+
+class PublishForm(forms.Form):
+    provider = forms.ChoiceField(choices=lambda: [(name, provider.label or name) for name, provider in PROVIDERS.items()
+                                                  if name != "local"])
+    expected_seconds = forms.IntegerField(min_value=1, max_value=24 * 3600, initial=60,
+                                          label="Expected seconds per task")
+
+
+class ConfirmPublishForm(PublishForm):
+    dry_run = forms.CharField(widget=forms.HiddenInput)
+    confirm = forms.BooleanField(required=True, error_messages={
+        "required": "Tick the confirmation to publish: this spends money on the provider."})

@@ -390,9 +390,26 @@ class MTurkProvider(CrowdProvider):
     def expire(self, *, publication) -> None:
         from datetime import datetime, timezone
 
-        past = datetime(2015, 1, 1, tzinfo=timezone.utc)  # a time in the past expires a HIT at once
+        self._set_expiration(publication, datetime(2015, 1, 1, tzinfo=timezone.utc))  # the past: at once
+
+    def pause(self, *, publication) -> None:
+        """MTurk has no pause: the HITs expire now (accepted assignments may still be submitted)."""
+        self.expire(publication=publication)
+
+    def resume(self, *, publication, round) -> None:
+        self.extend(publication=publication, round=round)
+
+    def extend(self, *, publication, round) -> None:
+        """A fresh lifetime for every HIT of the publication, counted from now (an expired HIT is
+        listed again)."""
+        from datetime import datetime, timedelta, timezone
+
+        lifetime = timedelta(seconds=settings.MTURK_LIFETIME_SECONDS)
+        self._set_expiration(publication, datetime.now(timezone.utc) + lifetime)
+
+    def _set_expiration(self, publication, expire_at) -> None:
         for hit in publication.hits.all():
-            self._call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=past)
+            self._call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=expire_at)
 
     def delete(self, *, publication) -> list[str]:
         """Delete reviewed HITs; returns the ones MTurk would not delete yet (work awaiting review)."""

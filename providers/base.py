@@ -189,6 +189,19 @@ class CrowdProvider(abc.ABC):
     def expire(self, *, publication: Publication) -> None:
         """Stop new work on the publication's tasks."""
 
+    def pause(self, *, publication: Publication) -> None:
+        """The round was paused: stop new workers from starting its tasks on the platform (work already
+        started may still be handed in). Platforms without such an operation ignore it; the round's
+        own status already keeps our pages from handing out tasks."""
+
+    def resume(self, *, publication: Publication, round: CollectionRound) -> None:
+        """The paused round was resumed: let workers start its tasks on the platform again."""
+
+    def extend(self, *, publication: Publication, round: CollectionRound) -> None:
+        """The round was extended (``annotation.services.extend_round``): give its tasks on the platform
+        more time where the platform limits it (MTurk HIT lifetimes). Platforms whose tasks run until
+        they are stopped (Prolific studies) and the local provider have nothing to do."""
+
     @abc.abstractmethod
     def balance(self) -> Decimal | None:
         """The money available on the account (None when the platform has no account balance)."""
@@ -200,8 +213,10 @@ class CrowdProvider(abc.ABC):
     # Fee on each bonus, as a fraction.
     bonus_fee_rate: Decimal = Decimal("0")
 
-    def estimate_cost(self, *, round: CollectionRound, expected_bonuses: Decimal = Decimal("0")) -> CostEstimate:
-        tasks = round.items.count() * round.workers_per_item
+    def estimate_cost(self, *, round: CollectionRound, expected_bonuses: Decimal = Decimal("0"),
+                      items: int | None = None) -> CostEstimate:
+        """``items`` stands in for the round's item count (a planned round not created yet)."""
+        tasks = (round.items.count() if items is None else items) * round.workers_per_item
         rewards = money(round.reward_per_task * tasks)
         rate = self.fee_rate(round=round)
         return CostEstimate(

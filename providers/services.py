@@ -65,13 +65,48 @@ def top_up_per_task(*, round: CollectionRound, median_seconds: float | None) -> 
 
 
 def estimate_cost(
-    *, round: CollectionRound, provider: CrowdProvider, expected_seconds: float | None = None
+    *, round: CollectionRound, provider: CrowdProvider, expected_seconds: float | None = None,
+    items: int | None = None,
 ) -> CostEstimate:
-    """Rewards + fees for every slot, plus the top-ups the target wage needs at the expected time."""
-    seconds = expected_seconds if expected_seconds is not None else median_task_seconds(round=round)
+    """Rewards + fees for every slot, plus the top-ups the target wage needs at the expected time.
+
+    ``items`` stands in for the round's item count: a planned round (unsaved) is costed before it exists.
+    """
+    if expected_seconds is not None:
+        seconds = expected_seconds
+    else:
+        seconds = median_task_seconds(round=round) if round.pk else None
     per_task = top_up_per_task(round=round, median_seconds=seconds)
-    tasks = round.items.count() * round.workers_per_item
-    return provider.estimate_cost(round=round, expected_bonuses=per_task * tasks)
+    items = round.items.count() if items is None else items
+    tasks = items * round.workers_per_item
+    return provider.estimate_cost(round=round, expected_bonuses=per_task * tasks, items=items)
+
+
+@dataclass
+class PlanCost:
+    """A round's cost on one provider before it runs, and the wage its reward pays at the expected time."""
+
+    estimate: CostEstimate
+    expected_seconds: float
+    effective_hourly_wage: Decimal
+    target_hourly_wage: Decimal
+
+    @property
+    def meets_target_wage(self) -> bool:
+        return self.effective_hourly_wage >= self.target_hourly_wage
+
+
+def estimate_plan_cost(*, round: CollectionRound, items: int, provider_name: str, expected_seconds: float) -> PlanCost:
+    """The cost of ``items`` items of ``round`` (saved or a planned, unsaved one) on the provider, its
+    budget check, and the effective hourly wage of the reward alone at ``expected_seconds`` per task
+    (the estimate adds the top-ups that bring it to the target wage)."""
+    if not expected_seconds or expected_seconds <= 0:
+        raise ProviderRefused("the expected seconds per task must be positive")
+    estimate = estimate_cost(round=round, provider=get_provider(provider_name), expected_seconds=expected_seconds,
+                             items=items)
+    wage = money(round.reward_per_task * Decimal(3600) / Decimal(str(expected_seconds)))
+    return PlanCost(estimate=estimate, expected_seconds=expected_seconds, effective_hourly_wage=wage,
+                    target_hourly_wage=round.target_hourly_wage)
 
 
 def committed_spend(*, round: CollectionRound) -> Decimal:
@@ -548,6 +583,53 @@ def expire_round(*, round: CollectionRound, providers: dict | None = None) -> li
         publication.save(update_fields=["status"])
         expired.append(publication)
     return expired
+
+
+def _live_publications(*, round: CollectionRound, providers: dict | None):
+    """(publication, its provider) for each publication of the round not yet expired."""
+    for publication in Publication.objects.filter(round=round).exclude(status=Publication.Status.EXPIRED):
+        yield publication, provider_for_publication(publication, providers)
+
+
+def pause_round(*, round: CollectionRound, providers: dict | None = None) -> CollectionRound:
+    """Pause the round (``annotation.services.pause_round``), then its tasks at the providers
+    (``CrowdProvider.pause``: a Prolific study is paused, MTurk HITs expire until resumed)."""
+    round = crowd.pause_round(round=round)
+    for publication, provider in _live_publications(round=round, providers=providers):
+        provider.pause(publication=publication)
+    return round
+
+
+def resume_round(*, round: CollectionRound, providers: dict | None = None) -> CollectionRound:
+    """Resume the round, then its tasks at the providers (``CrowdProvider.resume``)."""
+    round = crowd.resume_round(round=round)
+    for publication, provider in _live_publications(round=round, providers=providers):
+        provider.resume(publication=publication, round=round)
+    return round
+
+
+def extend_round(*, round: CollectionRound, time_limit_seconds: int | None = None,
+                 budget_cap: Decimal | None = None, providers: dict | None = None) -> CollectionRound:
+    """Extend the round (``annotation.services.extend_round``), then its live publications at their
+    providers (``CrowdProvider.extend``)."""
+    round = crowd.extend_round(round=round, time_limit_seconds=time_limit_seconds, budget_cap=budget_cap)
+    for publication, provider in _live_publications(round=round, providers=providers):
+        provider.extend(publication=publication, round=round)
+    return round
+
+
+def close_round(*, round: CollectionRound, providers: dict | None = None) -> CollectionRound:
+    """Close the round (no more work is taken or stored) and stop its tasks at every provider."""
+    round = crowd.close_round(round=round)
+    expire_round(round=round, providers=providers)
+    return round
+
+
+def cancel_round(*, round: CollectionRound, providers: dict | None = None) -> CollectionRound:
+    """Cancel the round and stop its tasks at every provider."""
+    round = crowd.cancel_round(round=round)
+    expire_round(round=round, providers=providers)
+    return round
 
 
 def delete_round_tasks(*, round: CollectionRound, providers: dict | None = None) -> list[str]:

@@ -15,6 +15,7 @@ from crowdbench.text_input import clean_text as clean_input_text
 
 if TYPE_CHECKING:
     from ..models import Assignment, CollectionRound, WorkItem
+    from .sources import ItemSource, ItemSpec
 
 # The WorkItem columns a target may occupy; a type names the ones it uses in ``target_fields``.
 TARGET_FIELDS = ("family", "instance", "candidate", "output_a", "output_b", "reference", "review_set")
@@ -41,6 +42,8 @@ class TaskType:
     follow_up_type: ClassVar[str | None] = None
     # What the evaluation reads get from this type's judgments: "battles", "rankings" or None.
     yields: ClassVar[str | None] = None
+    # Where items of this type can come from (``sources.ItemSource`` instances; the round builder).
+    item_sources: ClassVar[tuple[ItemSource, ...]] = ()
 
     # --- items ---------------------------------------------------------------------------------
 
@@ -59,6 +62,29 @@ class TaskType:
         if not isinstance(target, self.target_model):
             raise ValidationError(f"{self.key} items are {self.target_model._meta.verbose_name_plural}")
         return {self.target_fields[0]: target}
+
+    def source(self, key: str) -> ItemSource:
+        """The item source ``key`` of this type; another name is refused with the known ones."""
+        from .sources import BadItemSource
+
+        for source in self.item_sources:
+            if source.key == key:
+                return source
+        known = ", ".join(source.key for source in self.item_sources) or "(none)"
+        raise BadItemSource(f"a {self.key} round cannot be filled from {str(key)[:60]!r}; its sources: {known}")
+
+    def target_of(self, item: WorkItem) -> Any:
+        """The target a stored item was made from (the inverse of ``target_columns``)."""
+        if self.target_model is None:
+            raise NotImplementedError
+        return getattr(item, self.target_fields[0])
+
+    def describe(self, target: Any) -> ItemSpec:
+        """How a target reads in a round's preview and item list; pairwise adds its models."""
+        from .sources import ItemSpec
+
+        instance_id = getattr(target, "instance_id", None)
+        return ItemSpec(target=target, label=str(target), instance_id=instance_id)
 
     def check_item(self, item: WorkItem) -> None:
         """Refuse (ValidationError keyed by column) an item whose targets do not fit this type, and fill

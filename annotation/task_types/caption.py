@@ -12,6 +12,7 @@ from datasets_app import instance_status
 from datasets_app.models import Caption, Instance, Source
 
 from .base import ListField, TaskType, TextField, instance_view
+from .sources import ItemSource, ItemSpec, SourceResult, ids_field, limit_field, limited, only_known_ids, queued_targets
 
 
 class CaptionForm(forms.Form):
@@ -38,6 +39,29 @@ class CaptionForm(forms.Form):
         return captions
 
 
+class AwaitingCaptionParams(forms.Form):
+    instance_ids = ids_field("Instances", "Ids of the project's instances awaiting a caption; empty for all.")
+    limit = limit_field()
+
+
+class AwaitingCaptionSource(ItemSource):
+    key = "awaiting_caption"
+    label = "Instances awaiting a caption"
+    description = "Instances of the project awaiting a caption, not already items of an unfinished caption round."
+    params_form = AwaitingCaptionParams
+
+    def plan(self, *, project, params, language, rng):
+        instances = only_known_ids(
+            Instance.objects.filter(family__project=project, status=Instance.Status.AWAITING_CAPTION),
+            params.get("instance_ids") or [], what="instance awaiting a caption")
+        instances = instances.filter(image_links__isnull=False).distinct().select_related("family").order_by("pk")
+        queued = queued_targets(project=project, task_type=CaptionTask.key, column="instance")
+        specs = [ItemSpec(target=instance, label=f"#{instance.pk} {instance.family.name}: {instance.instruction[:80]}",
+                          instance_id=instance.pk)
+                 for instance in instances if instance.pk not in queued]
+        return SourceResult(specs=limited(specs, params.get("limit")),
+                            notes={"already_queued": len(queued & {instance.pk for instance in instances})})
+
 class CaptionTask(TaskType):
     key = "caption"
     label = gettext_lazy("Instruction-conditioned caption")
@@ -46,6 +70,7 @@ class CaptionTask(TaskType):
     target_model = Instance
     target_fields = ("instance",)
     follow_up_type = "verification"
+    item_sources = (AwaitingCaptionSource(),)
     instructions = gettext_lazy(
         "Describe each image so that someone who only reads your text, without seeing the image, can "
         "follow the instruction. Mention every detail the instruction needs: objects, colours, counts, "

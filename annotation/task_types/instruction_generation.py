@@ -22,6 +22,7 @@ from datasets_app.image_urls import validate_submitted_image_url
 from datasets_app.services import ImageValidationError, clean_image_bytes, inspect_image_bytes, store_image
 
 from .base import TaskType, TextField, clean_text, image_view
+from .sources import ItemSource, ItemSpec, SourceResult, ids_field, only_known_ids
 
 
 # Images of a multi-image family: at least two (a before/after pair, a set to compare), at most this many.
@@ -106,6 +107,26 @@ class InstructionGenerationForm(forms.Form):
         self.fields["images"].limits = image_limits
 
 
+class FamiliesParams(forms.Form):
+    family_ids = ids_field("Families", "Ids of the project's families; empty for all of them.")
+    per_family = forms.IntegerField(min_value=1, max_value=1000, required=False, initial=1,
+                                    label="Items per family", help_text="Each item asks one worker for one new instruction.")
+
+
+class FamiliesSource(ItemSource):
+    key = "families"
+    label = "Instruction families"
+    description = "n items per family: each asks for a new instruction of the family with its image(s)."
+    params_form = FamiliesParams
+
+    def plan(self, *, project, params, language, rng):
+        families = only_known_ids(InstructionFamily.objects.filter(project=project).order_by("name", "pk"),
+                                  params.get("family_ids") or [], what="family")
+        per_family = params.get("per_family") or 1
+        specs = [ItemSpec(target=family, label=f"{family.name} ({number} of {per_family})")
+                 for family in families for number in range(1, per_family + 1)]
+        return SourceResult(specs=specs)
+
 class InstructionGeneration(TaskType):
     key = "instruction_generation"
     label = gettext_lazy("Instruction generation")
@@ -115,6 +136,7 @@ class InstructionGeneration(TaskType):
     target_model = InstructionFamily
     target_fields = ("family",)
     follow_up_type = "caption"
+    item_sources = (FamiliesSource(),)
     instructions = gettext_lazy(
         "Study the example of this instruction family. Then write a new instruction of the same kind "
         "and supply an image for it, either by uploading a file or by giving its web address. Use "

@@ -10,9 +10,11 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from datasets_app.models import AcceptedReference, ModelOutput
+from datasets_app.models import AcceptedReference, Instance, ModelOutput
 
+from ..samplers import SAMPLERS, Candidates, get_sampler
 from .base import TaskType, gold_choice, instance_view
+from .sources import BadItemSource, ItemSource, ItemSpec, ListOfValuesField, SourceResult, ids_field, only_known_ids, seed_field
 
 CHOICES = ("left", "right")
 
@@ -34,6 +36,66 @@ class PairwiseForm(forms.Form):
     )
 
 
+class ModelOutputsParams(forms.Form):
+    sampler = forms.ChoiceField(choices=lambda: [(name, sampler.label) for name, sampler in SAMPLERS.items()],
+                                initial="all_pairs", required=False,
+                                help_text="How pairs are drawn (default: all pairs).")
+    count = forms.IntegerField(required=False, min_value=1, max_value=100_000,
+                               help_text="Tuples to draw (the uniform sampler).")
+    models = ListOfValuesField(base_field=forms.CharField(max_length=200), label="Models",
+                               help_text="Model names, comma-separated; empty for every model of the project.")
+    instance_ids = ids_field("Instances", "Ids of the project's instances; empty for all.")
+    seed = seed_field()
+
+
+class ModelOutputsSource(ItemSource):
+    key = "model_outputs"
+    label = "Model outputs"
+    description = "Pairs of the project's model outputs on one instance, drawn by a sampler."
+    params_form = ModelOutputsParams
+
+    def plan(self, *, project, params, language, rng):
+        sampler = get_sampler(params.get("sampler") or "all_pairs")
+        outputs = ModelOutput.objects.filter(instance__family__project=project)
+        models = params.get("models") or []
+        if models:
+            known = set(outputs.filter(model_name__in=models).values_list("model_name", flat=True))
+            unknown = [name for name in models if name not in known]
+            if unknown:
+                raise BadItemSource(f"this project has no outputs of {', '.join(repr(name[:60]) for name in unknown)}")
+            outputs = outputs.filter(model_name__in=models)
+        if params.get("instance_ids"):
+            instances = only_known_ids(Instance.objects.filter(family__project=project), params["instance_ids"],
+                                       what="instance")
+            outputs = outputs.filter(instance__in=instances)
+        rows: dict[int, list[tuple[int, str]]] = {}
+        by_id = {}
+        for output in outputs.order_by("instance_id", "model_name", "pk"):
+            rows.setdefault(output.instance_id, []).append((output.pk, output.model_name))
+            by_id[output.pk] = output
+        references = {
+            reference.instance_id: reference
+            for reference in AcceptedReference.objects.filter(instance_id__in=list(rows))
+        }
+        candidates = [Candidates(instance_id, tuple(found), instance_id in references)
+                      for instance_id, found in rows.items()]
+        pairs = sampler.pairs(candidates, rng=rng, count=params.get("count"))
+        if not pairs:
+            needed = ("an output and an accepted reference" if sampler.against_reference
+                      else "outputs of at least two models")
+            raise BadItemSource(f"no pairs to draw: no instance of this project (with the chosen models) has {needed}")
+        specs = [self.describe_pair(by_id[pair.output_a],
+                                    by_id[pair.output_b] if pair.output_b is not None else references[pair.instance_id])
+                 for pair in pairs]
+        return SourceResult(specs=specs, notes={"sampler": sampler.name})
+
+    @staticmethod
+    def describe_pair(side_a, side_b) -> ItemSpec:
+        name_b = side_b.model_name if isinstance(side_b, ModelOutput) else settings.ANNOTATION_REFERENCE_SIDE_NAME
+        return ItemSpec(target=(side_a, side_b), label=f"#{side_a.instance_id}: {side_a.model_name} vs {name_b}",
+                        models=(side_a.model_name, name_b), instance_id=side_a.instance_id)
+
+
 class PairwiseTask(TaskType):
     key = "pairwise"
     label = gettext_lazy("Pairwise preference")
@@ -42,6 +104,7 @@ class PairwiseTask(TaskType):
     form_class = PairwiseForm
     target_fields = ("output_a", "output_b", "reference")
     yields = "battles"
+    item_sources = (ModelOutputsSource(),)
     instructions = gettext_lazy(
         "Read the instruction and look at the image(s). Then choose the better of the two responses, "
         "judging accuracy, helpfulness and detail. You must pick one; if they seem equally good, pick "
@@ -60,6 +123,12 @@ class PairwiseTask(TaskType):
         if isinstance(side_b, AcceptedReference):
             return {"output_a": side_a, "reference": side_b}
         raise ValidationError("the second side of a pairwise item is a model output or an accepted reference")
+
+    def target_of(self, item):
+        return (item.output_a, item.output_b if item.output_b_id is not None else item.reference)
+
+    def describe(self, target):
+        return ModelOutputsSource.describe_pair(*target)
 
     def check_targets(self, item):
         """Two distinct outputs of one instance, or an output and that instance's accepted reference;

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import Count
 from django.utils.crypto import salted_hmac
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -10,6 +11,7 @@ from django.utils.translation import gettext_lazy
 from datasets_app.models import ReviewSet
 
 from .base import ListField, StrictIntegerField, TaskType, image_view
+from .sources import ItemSource, ItemSpec, SourceResult, limit_field, limited
 
 
 class RankingForm(forms.Form):
@@ -71,6 +73,28 @@ def shown_order(assignment, review_ids: list[int]) -> list[int]:
     return [shown[review_id] for review_id in review_ids]
 
 
+class ReviewSetsParams(forms.Form):
+    category = forms.CharField(required=False, max_length=200, help_text="Only review sets of this category.")
+    limit = limit_field()
+
+
+class ReviewSetsSource(ItemSource):
+    key = "review_sets"
+    label = "Review sets"
+    description = "The project's complete review sets in the round's language (IRR ranks each language apart)."
+    params_form = ReviewSetsParams
+
+    def plan(self, *, project, params, language, rng):
+        review_sets = (
+            ReviewSet.objects.filter(project=project, language=language)
+            .annotate(review_count=Count("reviews")).filter(review_count=ReviewSet.REVIEWS_PER_SET).order_by("pk")
+        )
+        if params.get("category"):
+            review_sets = review_sets.filter(category=params["category"])
+        specs = [ItemSpec(target=review_set, label=f"{review_set} {review_set.category}".strip())
+                 for review_set in review_sets]
+        return SourceResult(specs=limited(specs, params.get("limit")))
+
 class RankingTask(TaskType):
     key = "ranking"
     label = gettext_lazy("Review ranking")
@@ -79,6 +103,7 @@ class RankingTask(TaskType):
     form_class = RankingForm
     target_model = ReviewSet
     target_fields = ("review_set",)
+    item_sources = (ReviewSetsSource(),)
     yields = "rankings"
     instructions = gettext_lazy(
         "Look at the image and read the five reviews. Put them in order, best first: a good review is "

@@ -13,6 +13,7 @@ from datasets_app import instance_status
 from datasets_app.models import AcceptedReference, Instance, ReferenceCandidate, Source, Verification
 
 from .base import StrictBooleanField, TaskType, TextField, current_captions, gold_choice, instance_view
+from .sources import ItemSource, ItemSpec, SourceResult, limit_field, limited, queued_targets
 
 # What a worker may answer; "no outcome" is only ever an aggregate (no majority).
 WORKER_OUTCOMES = [
@@ -43,6 +44,29 @@ class VerificationForm(forms.Form):
         return str(self.cleaned_data["outcome"])
 
 
+class CandidatesParams(forms.Form):
+    limit = limit_field()
+
+
+class CandidatesSource(ItemSource):
+    key = "reference_candidates"
+    label = "Reference candidates"
+    description = ("Reference candidates of instances awaiting verification that have no verdict yet and are "
+                   "not already items of an unfinished verification round.")
+    params_form = CandidatesParams
+
+    def plan(self, *, project, params, language, rng):
+        candidates = (
+            ReferenceCandidate.objects.filter(instance__family__project=project,
+                                              instance__status=Instance.Status.AWAITING_VERIFICATION)
+            .exclude(verifications__is_aggregate=True).select_related("instance").order_by("pk")
+        )
+        queued = queued_targets(project=project, task_type=VerificationTask.key, column="candidate")
+        specs = [ItemSpec(target=candidate, label=f"#{candidate.instance_id}: {candidate.text[:80]}",
+                          instance_id=candidate.instance_id)
+                 for candidate in candidates if candidate.pk not in queued]
+        return SourceResult(specs=limited(specs, params.get("limit")))
+
 class VerificationTask(TaskType):
     key = "verification"
     label = gettext_lazy("Reference verification")
@@ -50,6 +74,7 @@ class VerificationTask(TaskType):
     form_class = VerificationForm
     target_model = ReferenceCandidate
     target_fields = ("candidate",)
+    item_sources = (CandidatesSource(),)
     # An odd panel, so a majority usually exists.
     default_workers_per_item = 3
     instructions = gettext_lazy(

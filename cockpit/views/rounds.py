@@ -1,12 +1,50 @@
-"""Rounds of a project: the list, the builder, launching and the round page."""
+"""Rounds of a project: the list, the builder, launching and the round page.
+
+Owners build, launch and change rounds; collaborators may look. The services do the work: the
+round builder (``annotation.round_builder``) plans and creates items, ``annotation.services`` owns
+the round's status, ``providers.services`` and ``providers.dry_run`` publish, cost and rehearse.
+"""
 from __future__ import annotations
 
-from django.shortcuts import render
+from django.contrib import messages
+from django.core import signing
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path
+from django.utils import translation
+from django.views.decorators.http import require_http_methods, require_POST
 
+from annotation import round_builder
+from annotation import services as crowd
+from annotation.models import CollectionRound, WorkItem
 from annotation.selectors import round_progress
+from annotation.task_types import get_task_type
+from providers import services as provider_services
+from providers.dry_run import rehearse
 
-from ..access import project_for, researcher_required
+from ..access import is_owner, owned_project_for, project_for, researcher_required
+from ..errors import DryRunRequired
+from ..forms import ConfirmPublishForm, ExtendRoundForm, PublishForm, RoundSettingsForm
+
+ITEMS_PER_PAGE = 25
+DRY_RUN_SALT = "cockpit.rounds.dry-run"
+# A dry run vouches for publishing the round as it was for this long.
+DRY_RUN_MAX_AGE_SECONDS = 3600
+
+
+def _round_of(project, round_id: int) -> CollectionRound:
+    return get_object_or_404(project.rounds, pk=round_id)
+
+
+def _owned_round(request, slug: str, round_id: int):
+    """(project, round) for a change: owners only (403 for collaborators, 404 for strangers)."""
+    project = owned_project_for(request, slug)
+    return project, _round_of(project, round_id)
+
+
+def _refused_form(request, project, round, **forms):
+    """The round page again with the refused form and its errors (400)."""
+    return render(request, "cockpit/rounds/detail.html", _round_context(request, project, round, **forms), status=400)
 
 
 @researcher_required
@@ -16,9 +54,202 @@ def round_list(request, slug: str):
         {"round": round, "progress": round_progress(round=round)}
         for round in project.rounds.order_by("-created_at", "-id")
     ]
-    return render(request, "cockpit/rounds/list.html", {"project": project, "rounds": rounds, "cockpit_section": "rounds"})
+    return render(request, "cockpit/rounds/list.html", {"project": project, "rounds": rounds, "cockpit_section": "rounds",
+                                                        "can_build": is_owner(request, project)})
+
+
+# --- the builder ------------------------------------------------------------------------------------
+
+
+def _kind(request) -> tuple | None:
+    """(task type, source) chosen by ``kind=<task type>:<source>``; None before a choice."""
+    kind = request.POST.get("kind") or request.GET.get("kind")
+    if not kind:
+        return None
+    task_type, _sep, source = str(kind).partition(":")
+    handler = get_task_type(task_type)
+    return handler, handler.source(source)
+
+
+@researcher_required
+@require_http_methods(["GET", "POST"])
+def round_new(request, slug: str):
+    project = owned_project_for(request, slug)
+    context = {"project": project, "cockpit_section": "rounds"}
+    chosen = _kind(request)
+    if chosen is None:
+        return render(request, "cockpit/rounds/new.html",
+                      {**context, "choices": round_builder.sources_by_task_type()})
+    handler, source = chosen
+    data = request.POST.copy() if request.method == "POST" else None
+    settings_form = RoundSettingsForm(data, prefix="round", task_type=handler.key)
+    params_form = source.params_form(data, prefix="source")
+    context.update({"handler": handler, "source": source, "kind": f"{handler.key}:{source.key}",
+                    "settings_form": settings_form, "params_form": params_form})
+    if request.method == "POST" and settings_form.is_valid() and params_form.is_valid():
+        settings = settings_form.round_settings()
+        if request.POST.get("action") == "create":
+            round, plan = round_builder.create_round_from_source(
+                project=project, created_by=request.user, settings=settings, source=source.key,
+                params=params_form.cleaned_data, gold_answers=settings_form.cleaned_data["gold_answers"])
+            messages.success(request, f"Draft round '{round.name}' created with {len(plan)} items.")
+            return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
+        plan = round_builder.plan_items(project=project, task_type=handler.key, source=source.key,
+                                        params=params_form.cleaned_data, language=settings["language"])
+        if "seed" in plan.params:
+            # The drawn seed goes back into the form, so "Create draft" makes exactly these items.
+            data[params_form.add_prefix("seed")] = str(plan.params["seed"])
+            context["params_form"] = source.params_form(data, prefix="source")
+            context["params_form"].is_valid()
+        gold = round_builder.gold_by_index(settings_form.cleaned_data["gold_answers"], items=len(plan))
+        settings.pop("name")
+        cost = provider_services.estimate_plan_cost(
+            round=CollectionRound(**settings), items=len(plan),
+            provider_name=settings_form.cleaned_data["provider"],
+            expected_seconds=settings_form.cleaned_data["expected_seconds"])
+        context.update({"plan": plan, "cost": cost, "gold_items": len(gold)})
+    status = 400 if request.method == "POST" and "plan" not in context else 200
+    return render(request, "cockpit/rounds/new.html", context, status=status)
+
+
+# --- the round page and its controls --------------------------------------------------------------
+
+
+def _round_context(request, project, round: CollectionRound, **extra) -> dict:
+    items = Paginator(round_builder.items_with_targets(round), ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+    provider = request.GET.get("provider")
+    return {
+        "project": project,
+        "cockpit_section": "rounds",
+        "round": round,
+        "handler": get_task_type(round.task_type),
+        "progress": round_progress(round=round),
+        "balance": round_builder.round_balance(round=round),
+        "items_page": items,
+        "items": round_builder.describe_items(round=round, items=items.object_list),
+        "actions": crowd.allowed_actions(round),
+        "publications": round.publications.order_by("provider"),
+        "can_launch": is_owner(request, project),
+        "can_publish": round.status in (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN),
+        "extend_form": ExtendRoundForm(),
+        "publish_form": PublishForm(initial={"provider": provider} if provider else None),
+        **extra,
+    }
+
+
+@researcher_required
+def round_detail(request, slug: str, round_id: int):
+    project = project_for(request, slug)
+    round = _round_of(project, round_id)
+    return render(request, "cockpit/rounds/detail.html", _round_context(request, project, round))
+
+
+# Status changes a button makes; each calls the one service that owns it.
+STATUS_ACTIONS = {
+    "open": ("opened", lambda round: crowd.open_round(round=round)),
+    "pause": ("paused: no new tasks are handed out", lambda round: provider_services.pause_round(round=round)),
+    "resume": ("resumed", lambda round: provider_services.resume_round(round=round)),
+    "close": ("closed; its tasks at the providers were stopped", lambda round: provider_services.close_round(round=round)),
+    "cancel": ("cancelled; its tasks at the providers were stopped",
+               lambda round: provider_services.cancel_round(round=round)),
+}
+
+
+@researcher_required
+@require_POST
+def round_status(request, slug: str, round_id: int, action: str):
+    project, round = _owned_round(request, slug, round_id)
+    done, change = STATUS_ACTIONS[action]
+    change(round)
+    messages.success(request, f"Round {done}.")
+    return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
+
+
+@researcher_required
+@require_POST
+def round_extend(request, slug: str, round_id: int):
+    project, round = _owned_round(request, slug, round_id)
+    form = ExtendRoundForm(request.POST)
+    if not form.is_valid():
+        return _refused_form(request, project, round, extend_form=form)
+    provider_services.extend_round(round=round, **form.cleaned_data)
+    messages.success(request, "Round extended.")
+    return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
+
+
+def _dry_run_claims(round: CollectionRound, provider: str) -> dict:
+    """What a dry run vouches for: this round, as it is now, on this provider."""
+    return {"round": round.pk, "provider": provider, "items": round.items.count(), "status": round.status}
+
+
+def _dry_run_token(round: CollectionRound, provider: str) -> str:
+    return signing.dumps(_dry_run_claims(round, provider), salt=DRY_RUN_SALT)
+
+
+def _check_dry_run_token(token: str, round: CollectionRound, provider: str) -> None:
+    try:
+        seen = signing.loads(token, salt=DRY_RUN_SALT, max_age=DRY_RUN_MAX_AGE_SECONDS)
+    except signing.BadSignature:
+        raise DryRunRequired("Run the dry run first (or again: its result is over an hour old).") from None
+    if seen != _dry_run_claims(round, provider):
+        raise DryRunRequired("The round or the provider changed since the dry run; run it again before publishing.")
+
+
+@researcher_required
+@require_POST
+def round_dry_run(request, slug: str, round_id: int):
+    project, round = _owned_round(request, slug, round_id)
+    form = PublishForm(request.POST)
+    if not form.is_valid():
+        return _refused_form(request, project, round, publish_form=form)
+    provider, seconds = form.cleaned_data["provider"], form.cleaned_data["expected_seconds"]
+    report = rehearse(round=round, provider_name=provider, median_seconds=float(seconds))
+    cost = provider_services.estimate_plan_cost(round=round, items=round.items.count(), provider_name=provider,
+                                                expected_seconds=seconds)
+    confirm_form = ConfirmPublishForm(initial={"provider": provider, "expected_seconds": seconds,
+                                               "dry_run": _dry_run_token(round, provider)})
+    return render(request, "cockpit/rounds/detail.html", _round_context(
+        request, project, round, publish_form=form, dry_run=report, dry_run_cost=cost, confirm_form=confirm_form))
+
+
+@researcher_required
+@require_POST
+def round_publish(request, slug: str, round_id: int):
+    project, round = _owned_round(request, slug, round_id)
+    form = ConfirmPublishForm(request.POST)
+    if not form.is_valid():
+        return _refused_form(request, project, round, confirm_form=form)
+    provider = form.cleaned_data["provider"]
+    _check_dry_run_token(form.cleaned_data["dry_run"], round, provider)
+    result = provider_services.publish_round(round=round, provider_name=provider,
+                                             expected_seconds=form.cleaned_data["expected_seconds"])
+    messages.success(request, f"Published on {provider}: {result.tasks_created} task(s) created, "
+                              f"{result.tasks_existing} already there.")
+    return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
+
+
+@researcher_required
+def item_preview(request, slug: str, round_id: int, item_id: int):
+    """The item's task page as a worker sees it; nothing is reserved and submitting is disabled."""
+    project = project_for(request, slug)
+    round = _round_of(project, round_id)
+    item = get_object_or_404(WorkItem.objects.select_related("round"), pk=item_id, round=round)
+    with translation.override(round.language):
+        assignment, task = crowd.task_preview(item=item)
+        return render(request, "cockpit/rounds/preview.html", {
+            "project": project, "round": round, "item": item, "assignment": assignment, "task": task,
+            "handler": get_task_type(round.task_type), "seconds_left": round.time_limit_seconds})
 
 
 urlpatterns = [
     path("<slug:slug>/rounds/", round_list, name="rounds"),
+    path("<slug:slug>/rounds/new/", round_new, name="round-new"),
+    path("<slug:slug>/rounds/<int:round_id>/", round_detail, name="round"),
+    path("<slug:slug>/rounds/<int:round_id>/extend/", round_extend, name="round-extend"),
+    path("<slug:slug>/rounds/<int:round_id>/dry-run/", round_dry_run, name="round-dry-run"),
+    path("<slug:slug>/rounds/<int:round_id>/publish/", round_publish, name="round-publish"),
+    path("<slug:slug>/rounds/<int:round_id>/items/<int:item_id>/preview/", item_preview, name="round-item-preview"),
+] + [
+    path(f"<slug:slug>/rounds/<int:round_id>/{action}/", round_status, {"action": action}, name=f"round-{action}")
+    for action in STATUS_ACTIONS
 ]

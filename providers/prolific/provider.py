@@ -301,6 +301,19 @@ class ProlificProvider(CrowdProvider):
         # (set by the service) keeps them from taking our tasks.
         logger.info("Prolific participant %s blocked locally", worker.external_id)
 
+    def pause(self, *, publication) -> None:
+        self._transition_study(publication, action="PAUSE", only_from="ACTIVE")
+
+    def resume(self, *, publication, round) -> None:
+        self._transition_study(publication, action="START", only_from="PAUSED")
+
+    def _transition_study(self, publication, *, action: str, only_from: str) -> None:
+        """One study transition, sent only when the study is in the state it starts from (a rerun, or
+        a study that finished meanwhile, changes nothing)."""
+        study = self._request("GET", f"studies/{publication.external_id}/")
+        if study["status"] == only_from:
+            self._request("POST", f"studies/{publication.external_id}/transition/", json={"action": action})
+
     def expire(self, *, publication) -> None:
         study = self._request("GET", f"studies/{publication.external_id}/")
         if study["status"] in ("ACTIVE", "PAUSED"):

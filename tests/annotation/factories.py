@@ -44,8 +44,10 @@ def make_image(*, stored: bool = False, color: str = "red") -> Image:
     return Image.objects.create(url=f"https://images.example.org/{n}.png", license="CC0-1.0", creator="tests")
 
 
-def make_family(*, name: str | None = None, multi: bool = False, stored_images: bool = False) -> InstructionFamily:
+def make_family(*, name: str | None = None, multi: bool = False, stored_images: bool = False,
+                project=None) -> InstructionFamily:
     family = InstructionFamily.objects.create(
+        project=project,
         name=name or f"Family {next(_counter)}",
         description="Questions about simple scenes.",
         is_multi_image=multi,
@@ -84,6 +86,20 @@ def make_candidate(*, instance: Instance | None = None, text: str = "Three shape
     return ReferenceCandidate.objects.create(
         instance=instance or make_instance(), text=text, model_name="gpt-4", source=Source.LLM
     )
+
+
+def make_project_outputs(*, project, instances: int = 3, models=("alpha", "beta", "gamma"),
+                         references: bool = False, stored_images: bool = False) -> list[Instance]:
+    """Instances of one new family of ``project``, each with an output per model (and a reference)."""
+    family = make_family(project=project, stored_images=stored_images)
+    made = []
+    for _ in range(instances):
+        instance = make_instance(family=family, stored_images=stored_images)
+        make_outputs(instance=instance, models=models)
+        if references:
+            make_reference(instance=instance)
+        made.append(instance)
+    return made
 
 
 def make_outputs(*, instance: Instance, models=("model-x", "model-y")) -> list[ModelOutput]:

@@ -1,0 +1,46 @@
+"""What a pairwise sampler is given and returns."""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import ClassVar
+
+from crowdbench.errors import ServiceError
+
+
+class SamplerError(ServiceError):
+    """The sampler cannot draw what was asked (e.g. more tuples than exist)."""
+
+    status_code = 400
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """One instance as a sampler sees it: its outputs as (output id, model name), in model order,
+    and whether it has an accepted reference."""
+
+    instance_id: int
+    outputs: tuple[tuple[int, str], ...]
+    has_reference: bool = False
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One drawn tuple: side A is an output; side B another output, or the accepted reference
+    when ``output_b`` is None."""
+
+    instance_id: int
+    output_a: int
+    output_b: int | None
+
+
+class PairSampler:
+    name: ClassVar[str]
+    label: ClassVar[str]
+    # Whether the sampler needs ``count`` (how many tuples to draw).
+    takes_count: ClassVar[bool] = False
+    # Whether side B is the accepted reference (instances without one are left out).
+    against_reference: ClassVar[bool] = False
+
+    def pairs(self, instances: list[Candidates], *, rng: random.Random, count: int | None) -> list[Pair]:
+        raise NotImplementedError
