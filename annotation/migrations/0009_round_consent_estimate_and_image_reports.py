@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0007_assignment_provider_confirmation'),
+        ('annotation', '0008_round_status_paused'),
     ]
 
     operations = [
