@@ -106,6 +106,8 @@ class RoundSettingsForm(forms.Form):
             "currency": data["currency"].upper(), "target_hourly_wage": data["target_hourly_wage"],
             "time_limit_seconds": data["time_limit_seconds"], "budget_cap": data["budget_cap"],
             "instructions": data["instructions"], "qualification_rules": rules,
+            # Workers see this expected time on their work list until real task times exist.
+            "estimated_seconds_per_task": data["expected_seconds"],
         }
 
     def __init__(self, *args, task_type: str, **kwargs):

@@ -299,6 +299,13 @@ RATE_LIMITS = {
         "per_address": os.environ.get("RATE_LIMIT_SUBMISSIONS_PER_ADDRESS", "600/m"),
         "per_worker": os.environ.get("RATE_LIMIT_SUBMISSIONS_PER_WORKER", "30/m"),
     },
+    "image_report": {
+        "label": "image reports",
+        "views": ["annotation-api:report-image", "providers-api:report-image"],
+        "methods": ["POST"],
+        "per_address": os.environ.get("RATE_LIMIT_IMAGE_REPORTS_PER_ADDRESS", "120/m"),
+        "per_worker": os.environ.get("RATE_LIMIT_IMAGE_REPORTS_PER_WORKER", "10/m"),
+    },
 }
 
 # --- LLM -------------------------------------------------------------------------------------------

@@ -149,9 +149,19 @@ class RankingTask(TaskType):
         return {"order": shown_order(assignment, assignment.payload["order"])}
 
     def simulate(self, *, assignment, rng, accuracy):
-        shown = list(shown_review_ids(assignment).values())
-        rng.shuffle(shown)
-        return {"order": shown}
+        """With probability ``accuracy`` a careful worker: the prompt-rank order (the reviews were asked
+        for in decreasing reasonableness) with at most one neighbouring pair swapped; otherwise a
+        careless one in random order. Careful workers agree, so their items pass IRR's filter."""
+        shown = shown_review_ids(assignment)
+        prompt_ranks = dict(assignment.item.review_set.reviews.values_list("pk", "prompt_rank"))
+        order = sorted(shown, key=lambda review_id: prompt_ranks.get(review_id, 0))
+        if rng.random() < accuracy:
+            if len(order) > 1 and rng.random() < 0.5:
+                at = rng.randrange(len(order) - 1)
+                order[at], order[at + 1] = order[at + 1], order[at]
+        else:
+            rng.shuffle(order)
+        return {"order": [shown[review_id] for review_id in order]}
 
     def judgment_queryset(self, assignments):
         return assignments.select_related("item__review_set").prefetch_related("item__review_set__reviews")
