@@ -71,17 +71,58 @@ def irr_rankings(*, round=None) -> pd.DataFrame:
 BATTLE_COLUMNS = ["model_a", "model_b", "winner", "category"]
 
 
-def human_battles(*, round_id: int | None = None) -> pd.DataFrame:
-    """Human pairwise judgments as battles (model_a, model_b, winner, category) in submission
-    order, the order online Elo replays; one judgment per row, ties impossible (forced choice)."""
+HUMAN_ORIGINS = ("collected", "imported")
+
+
+def human_battles(*, round_id: int | None = None, origin: str | None = None, project=None) -> pd.DataFrame:
+    """Human pairwise judgments as battles (model_a, model_b, winner, category); ties impossible
+    (forced choice). ``origin``: "collected" (judgments submitted in pairwise rounds, in submission
+    order, the order online Elo replays), "imported" (published judgments imported from a file,
+    in import order) or None for both, imported first. A round holds collected judgments only.
+    ``project`` keeps the battles on that project's instances."""
+    if origin is not None and origin not in HUMAN_ORIGINS:
+        raise ValueError(f"unknown origin {origin!r}; choose one of {', '.join(HUMAN_ORIGINS)}")
+    frames = []
+    if origin in (None, "imported") and round_id is None:
+        frames.append(imported_battles(project=project))
+    if origin in (None, "collected"):
+        frames.append(collected_battles(round_id=round_id, project=project))
+    frames = [frame for frame in frames if not frame.empty]
+    if not frames:
+        return pd.DataFrame(columns=BATTLE_COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def collected_battles(*, round_id: int | None = None, project=None, columns=BATTLE_COLUMNS) -> pd.DataFrame:
+    """Judgments submitted in pairwise rounds, in submission order (``columns`` of annotation's
+    ``pairwise_battles``)."""
     from annotation.models import CollectionRound
     from annotation.selectors import pairwise_battles
+    from datasets_app.models import Instance
 
     round_ = CollectionRound.objects.get(pk=round_id) if round_id is not None else None
     frame = pairwise_battles(round_)
+    if project is not None and not frame.empty:
+        ids = set(Instance.objects.filter(family__project=project).values_list("pk", flat=True))
+        frame = frame[frame["instance_id"].isin(ids)]
     if frame.empty:
-        return pd.DataFrame(columns=BATTLE_COLUMNS)
-    return frame.sort_values("submitted_at", kind="stable")[BATTLE_COLUMNS].reset_index(drop=True)
+        return pd.DataFrame(columns=columns)
+    return frame.sort_values("submitted_at", kind="stable")[list(columns)].reset_index(drop=True)
+
+
+IMPORTED_COLUMNS = [*BATTLE_COLUMNS, "instance_id"]
+
+
+def imported_battles(*, project=None, columns=BATTLE_COLUMNS) -> pd.DataFrame:
+    """Published human judgments imported from a file (``ImportedPreference``), in import order;
+    ``columns`` among ``IMPORTED_COLUMNS``."""
+    from .models import ImportedPreference
+
+    queryset = ImportedPreference.objects.select_related("instance__family").order_by("pk")
+    if project is not None:
+        queryset = queryset.filter(instance__family__project=project)
+    rows = [(p.model_a, p.model_b, p.winner, p.instance.family.name, p.instance_id) for p in queryset]
+    return pd.DataFrame(rows, columns=IMPORTED_COLUMNS)[list(columns)]
 
 
 def judged_battles(
@@ -105,13 +146,15 @@ def judged_battles(
 BATTLE_SOURCES = ("human", "judge")
 
 
-def battles(*, source: str = "human", round_id: int | None = None) -> pd.DataFrame:
+def battles(*, source: str = "human", round_id: int | None = None, origin: str | None = None) -> pd.DataFrame:
     """Battles of one source (human judgments or the LLM judge's) for the ratings; the sources are
-    never mixed."""
+    never mixed. ``origin`` selects collected or imported human judgments (default: both)."""
     if source == "human":
-        return human_battles(round_id=round_id)
+        return human_battles(round_id=round_id, origin=origin)
     if source == "judge":
         if round_id is not None:
             raise ValueError("judged battles do not belong to a crowd round")
+        if origin is not None:
+            raise ValueError("judged battles have no origin; it selects human judgments")
         return judged_battles()
     raise ValueError(f"unknown battle source {source!r}; choose one of {', '.join(BATTLE_SOURCES)}")
