@@ -14,50 +14,16 @@ server sent. Uses a throw-away SQLite database.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import socket
-import subprocess
+import logging
 import sys
-import tempfile
 import time
-import urllib.request
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from llm_batch import server_stats, start_fake_server, throwaway_django  # bench/ is on the path of its scripts
+
 TARGET_RATE_RATIO = 0.9
 
 WORDS = ("the image shows a small red house beside a river with two boats and a dog on the bank while "
          "clouds gather over distant hills and a child waves from the window").split()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def server_stats(base_url: str) -> dict:
-    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/_fake/stats") as response:
-        return json.loads(response.read())
-
-
-def start_fake_server(*, latency: float, rpm: float, tpm: float) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "fakes.openai_server", "--port", str(port), "--latency", str(latency),
-         "--responder", "judge", "--rpm", str(rpm), "--tpm", str(tpm)],
-        cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    for _ in range(100):
-        try:
-            server_stats(base_url)
-            return process, base_url
-        except OSError:
-            time.sleep(0.05)
-    process.terminate()
-    raise RuntimeError("the fake server did not start")
 
 
 def response_text(seed: int, words: int) -> str:
@@ -114,22 +80,11 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     args = parser.parse_args()
 
-    sys.path.insert(0, str(REPO_ROOT))
-    workdir = tempfile.TemporaryDirectory(prefix="llm-rate-bench-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "crowdbench.settings"
-    os.environ["DATABASE_URL"] = f"sqlite:///{Path(workdir.name) / 'bench.sqlite3'}"
-    os.environ.setdefault("LOG_LEVEL", "ERROR")
+    workdir = throwaway_django("llm-rate-bench-", log_level="ERROR")
+    logging.getLogger("crowdbench.retry").setLevel(logging.ERROR)  # the baseline's 429s are counted, not logged
 
-    import logging
-
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    logging.getLogger("crowdbench.retry").setLevel(logging.ERROR)
-    call_command("migrate", verbosity=0)
-
-    server, base_url = start_fake_server(latency=args.latency, rpm=args.rpm, tpm=args.tpm)
+    server, base_url = start_fake_server(args.latency, "--responder", "judge", "--rpm", str(args.rpm),
+                                         "--tpm", str(args.tpm))
     try:
         common = dict(base_url=base_url, concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm)
         baseline = run(f"fixed concurrency {args.concurrency} (baseline)",

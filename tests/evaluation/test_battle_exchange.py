@@ -275,3 +275,7 @@ def test_export_errors_write_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ValueError, match="judged battles have no origin"):
         battles(source="judge", origin="imported")
+    with pytest.raises(CommandError, match="--origin selects human judgments"):
+        call_command("ratings", "--from-db", "--source", "judge", "--origin", "imported", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="no pairwise judgments in the database"):
+        call_command("ratings", "--from-db", "--origin", "imported", stdout=io.StringIO())
