@@ -83,6 +83,7 @@ bench: install-dev
 	$(BIN)/python bench/ratings.py
 	$(BIN)/python bench/irr.py
 	$(BIN)/python bench/llm_batch.py
+	$(BIN)/python bench/llm_rate_limit.py
 	$(BIN)/python bench/export.py
 
 clean:

@@ -317,6 +317,9 @@ LLM_MODEL = os.environ.get("LLM_MODEL", "")
 LLM_TIMEOUT = env_number("LLM_TIMEOUT", "120", float)  # seconds per HTTP attempt
 LLM_MAX_CONCURRENCY = env_number("LLM_MAX_CONCURRENCY", "8", int)
 LLM_MAX_RETRIES = env_number("LLM_MAX_RETRIES", "5", int)
+# Pace requests by the server's x-ratelimit-* headers and halve concurrency on 429 (llm/rate_limits.py);
+# 0 keeps LLM_MAX_CONCURRENCY requests in flight whatever the server says.
+LLM_ADAPTIVE_CONCURRENCY = env_bool("LLM_ADAPTIVE_CONCURRENCY", True)
 # Added to requests that set no max_tokens, so every call has a cost ceiling the budget can reserve.
 LLM_DEFAULT_MAX_TOKENS = env_number("LLM_DEFAULT_MAX_TOKENS", "1024", int)
 # Budget reservation for one input image, in tokens (high-detail images cost up to ~1.1k on GPT-4o).

@@ -126,21 +126,58 @@ def irr_database_report(*, round=None, project=None, threshold: float | None = N
 BATTLE_COLUMNS = ["model_a", "model_b", "winner", "category"]
 
 
-def human_battles(*, round_id: int | None = None, project=None) -> pd.DataFrame:
-    """Human pairwise judgments as battles (model_a, model_b, winner, category) in submission
-    order, the order online Elo replays; one judgment per row, ties impossible (forced choice).
-    ``project`` keeps the judgments of that project's pairwise rounds only."""
+HUMAN_ORIGINS = ("collected", "imported")
+
+
+def human_battles(*, round_id: int | None = None, origin: str | None = None, project=None) -> pd.DataFrame:
+    """Human pairwise judgments as battles (model_a, model_b, winner, category); ties impossible
+    (forced choice). ``origin``: "collected" (judgments submitted in pairwise rounds, in submission
+    order, the order online Elo replays), "imported" (published judgments imported from a file,
+    in import order) or None for both, imported first. A round holds collected judgments only.
+    ``project`` keeps the battles on that project's instances."""
+    if origin is not None and origin not in HUMAN_ORIGINS:
+        raise ValueError(f"unknown origin {origin!r}; choose one of {', '.join(HUMAN_ORIGINS)}")
+    frames = []
+    if origin in (None, "imported") and round_id is None:
+        frames.append(imported_battles(project=project))
+    if origin in (None, "collected"):
+        frames.append(collected_battles(round_id=round_id, project=project))
+    frames = [frame for frame in frames if not frame.empty]
+    if not frames:
+        return pd.DataFrame(columns=BATTLE_COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def collected_battles(*, round_id: int | None = None, project=None, columns=BATTLE_COLUMNS) -> pd.DataFrame:
+    """Judgments submitted in pairwise rounds, in submission order (``columns`` of annotation's
+    ``pairwise_battles``)."""
     from annotation.models import CollectionRound
     from annotation.selectors import pairwise_battles
+    from datasets_app.models import Instance
 
-    if project is not None and round_id is None:
-        frames = [pairwise_battles(r) for r in _project_rounds(project, "pairwise")]
-        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    else:
-        frame = pairwise_battles(CollectionRound.objects.get(pk=round_id) if round_id is not None else None)
+    round_ = CollectionRound.objects.get(pk=round_id) if round_id is not None else None
+    frame = pairwise_battles(round_)
+    if project is not None and not frame.empty:
+        ids = set(Instance.objects.filter(family__project=project).values_list("pk", flat=True))
+        frame = frame[frame["instance_id"].isin(ids)]
     if frame.empty:
-        return pd.DataFrame(columns=BATTLE_COLUMNS)
-    return frame.sort_values("submitted_at", kind="stable")[BATTLE_COLUMNS].reset_index(drop=True)
+        return pd.DataFrame(columns=columns)
+    return frame.sort_values("submitted_at", kind="stable")[list(columns)].reset_index(drop=True)
+
+
+IMPORTED_COLUMNS = [*BATTLE_COLUMNS, "instance_id"]
+
+
+def imported_battles(*, project=None, columns=BATTLE_COLUMNS) -> pd.DataFrame:
+    """Published human judgments imported from a file (``ImportedPreference``), in import order;
+    ``columns`` among ``IMPORTED_COLUMNS``."""
+    from .models import ImportedPreference
+
+    queryset = ImportedPreference.objects.select_related("instance__family").order_by("pk")
+    if project is not None:
+        queryset = queryset.filter(instance__family__project=project)
+    rows = [(p.model_a, p.model_b, p.winner, p.instance.family.name, p.instance_id) for p in queryset]
+    return pd.DataFrame(rows, columns=IMPORTED_COLUMNS)[list(columns)]
 
 
 def judged_battles(
@@ -167,21 +204,25 @@ def judged_battles(
 BATTLE_SOURCES = ("human", "judge")
 
 
-def battles(*, source: str = "human", round_id: int | None = None, project=None) -> pd.DataFrame:
+def battles(*, source: str = "human", round_id: int | None = None, origin: str | None = None,
+            project=None) -> pd.DataFrame:
     """Battles of one source (human judgments or the LLM judge's) for the ratings; the sources are
-    never mixed. ``project`` keeps one project's battles."""
+    never mixed. ``origin`` selects collected or imported human judgments (default: both);
+    ``project`` keeps one project's battles."""
     if source == "human":
-        return human_battles(round_id=round_id, project=project)
+        return human_battles(round_id=round_id, origin=origin, project=project)
     if source == "judge":
         if round_id is not None:
             raise ValueError("judged battles do not belong to a crowd round")
+        if origin is not None:
+            raise ValueError("judged battles have no origin; it selects human judgments")
         return judged_battles(project=project)
     raise ValueError(f"unknown battle source {source!r}; choose one of {', '.join(BATTLE_SOURCES)}")
 
 
 def database_ratings(*, source: str = "human", round=None, project=None, method: str = "elo",
                      bootstrap: int | None = None, seed: int = 0, anchor: tuple[str, float] | None = None,
-                     reference: str | None = None):
+                     reference: str | None = None, origin: str | None = None):
     """Ratings (``evaluation.core.ratings.RatingsResult``) of the stored battles of one source, as
     ``manage.py ratings --from-db`` computes them; refuses what cannot be rated with a message."""
     from evaluation.core.ratings import compute_ratings, encode_battles
@@ -194,7 +235,12 @@ def database_ratings(*, source: str = "human", round=None, project=None, method:
         raise EvaluationRequestError(f"round {round.pk} is a {round.task_type} round, not a pairwise round")
     if bootstrap is not None and bootstrap < 1:
         raise EvaluationRequestError("bootstrap must be at least 1")
-    frame = battles(source=source, round_id=round.pk if round is not None else None, project=project)
+    if origin is not None and source != "human":
+        raise EvaluationRequestError("origin selects human judgments: it goes with source human")
+    if origin is not None and origin not in HUMAN_ORIGINS:
+        raise EvaluationRequestError(f"unknown origin {origin!r}; choose one of {', '.join(HUMAN_ORIGINS)}")
+    frame = battles(source=source, round_id=round.pk if round is not None else None, origin=origin,
+                    project=project)
     where = (f"round {round.pk}" if round is not None
              else f"project '{project.slug}'" if project is not None else "the database")
     if frame.empty:

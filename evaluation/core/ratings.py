@@ -28,6 +28,8 @@ import pandas as pd
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
+from .portable_exp import portable_exp
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -339,7 +341,7 @@ def bootstrap_online_elo_reference(
             ua = pair[:rounds]
             ub = pair[rounds:]
             np.subtract(ub, ua, out=update)
-            np.exp(update, out=update)
+            update = portable_exp(update)  # np.exp's bits vary by CPU; this one's do not
             update += 1.0
             np.divide(-k_unit, update, out=update)  # -K' E_a
             update += sa  # K' (S_a - E_a)

@@ -10,7 +10,7 @@ import pandas as pd
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.core.ratings import InvalidBattlesError, RatingsResult, compute_ratings, encode_battles, plot_ratings
-from evaluation.selectors import BATTLE_SOURCES
+from evaluation.selectors import BATTLE_SOURCES, HUMAN_ORIGINS
 
 JSON_LINES_SUFFIXES = (".jsonl", ".json")
 
@@ -129,6 +129,9 @@ class Command(BaseCommand):
                             help="with --from-db: the crowd's pairwise judgments (default) or the LLM judge's "
                                  "battles; the two are never mixed")
         parser.add_argument("--round", type=int, metavar="ROUND_ID", help="with --from-db: one round only")
+        parser.add_argument("--origin", choices=HUMAN_ORIGINS,
+                            help="with --source human: only judgments collected in rounds, or only imported ones "
+                                 "(default: both)")
         parser.add_argument("--method", choices=["elo", "bt"], default="elo")
         parser.add_argument("--bootstrap", type=int, metavar="N", help="bootstrap rounds (e.g. 1000)")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -146,6 +149,10 @@ class Command(BaseCommand):
             raise CommandError("--source goes with --from-db")
         if options["round"] is not None and options["source"] != "human":
             raise CommandError("--round selects a crowd round: it goes with --source human")
+        if options["origin"] is not None and (options["source"] != "human" or not options["from_db"]):
+            raise CommandError("--origin selects human judgments: it goes with --from-db --source human")
+        if options["origin"] == "imported" and options["round"] is not None:
+            raise CommandError("--round selects collected judgments: it does not go with --origin imported")
         bootstrap = options["bootstrap"]
         if bootstrap is not None and bootstrap < 1:
             raise CommandError("--bootstrap must be at least 1")
@@ -199,6 +206,6 @@ class Command(BaseCommand):
         try:
             return database_ratings(source=options["source"], round=round, method=options["method"],
                                     bootstrap=options["bootstrap"], seed=options["seed"], anchor=anchor,
-                                    reference=options["reference"])
+                                    reference=options["reference"], origin=options["origin"])
         except ServiceError as error:
             raise CommandError(error.message) from None
