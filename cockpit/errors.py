@@ -6,3 +6,9 @@ class NotAResearcher(ServiceError):
     """Only researchers may use the cockpit."""
 
     status_code = 403
+
+
+class BadQuery(ServiceError):
+    """A page was asked for with query parameters it does not take."""
+
+    status_code = 400

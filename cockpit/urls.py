@@ -1,5 +1,6 @@
 """The researcher cockpit under /projects/: one URL list per area module."""
 from .views import board, projects, results, review, rounds, workers
+from .views import watch
 
 app_name = "cockpit"
 
@@ -10,4 +11,5 @@ urlpatterns = (
     + review.urlpatterns
     + workers.urlpatterns
     + results.urlpatterns
+    + watch.urlpatterns
 )

@@ -61,37 +61,56 @@ def review_scores(*, model: str | None = None, ranker_kind: str | None = None, i
     return frame
 
 
-def irr_rankings(*, round=None) -> pd.DataFrame:
-    """Crowd rankings from the ranking task (rejected work excluded), in the IRR core's long format."""
+def irr_rankings(*, round=None, project=None) -> pd.DataFrame:
+    """Crowd rankings from the ranking task (rejected work excluded), in the IRR core's long format;
+    ``project`` keeps its rounds' rankings only."""
     from annotation.selectors import ranking_judgments
 
-    return ranking_judgments(round)[IRR_RANKING_COLUMNS].reset_index(drop=True)
+    return ranking_judgments(round, project=project)[IRR_RANKING_COLUMNS].reset_index(drop=True)
+
+
+def irr_inputs(*, round=None, project=None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """What ``irr.irr_report`` reads from the database: the crowd's rankings (with prompt ranks) and
+    the stored model scores of the ranked review sets (None when there are none). The rankings may be
+    empty; the callers say so in their own terms."""
+    from evaluation.core import irr
+
+    rankings = irr_rankings(round=round, project=project)
+    if rankings.empty:
+        return rankings, None
+    # Only scores of items that have rankings: the core treats any other item as an error.
+    scores = review_scores(item_ids=rankings[irr.ITEM].unique())
+    return rankings, (scores[[*irr.MODEL_ID_COLUMNS, irr.SCORE]] if not scores.empty else None)
 
 
 BATTLE_COLUMNS = ["model_a", "model_b", "winner", "category"]
 
 
-def human_battles(*, round_id: int | None = None) -> pd.DataFrame:
+def human_battles(*, round_id: int | None = None, project=None) -> pd.DataFrame:
     """Human pairwise judgments as battles (model_a, model_b, winner, category) in submission
-    order, the order online Elo replays; one judgment per row, ties impossible (forced choice)."""
+    order, the order online Elo replays; one judgment per row, ties impossible (forced choice).
+    ``project`` keeps the judgments of its rounds only."""
     from annotation.models import CollectionRound
     from annotation.selectors import pairwise_battles
 
     round_ = CollectionRound.objects.get(pk=round_id) if round_id is not None else None
-    frame = pairwise_battles(round_)
+    frame = pairwise_battles(round_, project=project)
     if frame.empty:
         return pd.DataFrame(columns=BATTLE_COLUMNS)
     return frame.sort_values("submitted_at", kind="stable")[BATTLE_COLUMNS].reset_index(drop=True)
 
 
 def judged_battles(
-    *, judge_model: str | None = None, with_reference: bool | None = None, models=None
+    *, judge_model: str | None = None, with_reference: bool | None = None, models=None, project=None
 ) -> pd.DataFrame:
     """Battles judged by the LLM judge, in the order they were stored: (model_a, model_b, winner,
-    category), ties included. Filter by judge model, reference mode, or the models on both sides."""
+    category), ties included. Filter by judge model, reference mode, the models on both sides, or
+    the project whose instances were judged."""
     from .models import JudgedBattle
 
     queryset = JudgedBattle.objects.select_related("instance__family").order_by("pk")
+    if project is not None:
+        queryset = queryset.filter(instance__family__project=project)
     if judge_model is not None:
         queryset = queryset.filter(judge_model=judge_model)
     if with_reference is not None:
@@ -105,13 +124,13 @@ def judged_battles(
 BATTLE_SOURCES = ("human", "judge")
 
 
-def battles(*, source: str = "human", round_id: int | None = None) -> pd.DataFrame:
+def battles(*, source: str = "human", round_id: int | None = None, project=None) -> pd.DataFrame:
     """Battles of one source (human judgments or the LLM judge's) for the ratings; the sources are
-    never mixed."""
+    never mixed. ``project`` keeps that project's battles only."""
     if source == "human":
-        return human_battles(round_id=round_id)
+        return human_battles(round_id=round_id, project=project)
     if source == "judge":
         if round_id is not None:
             raise ValueError("judged battles do not belong to a crowd round")
-        return judged_battles()
+        return judged_battles(project=project)
     raise ValueError(f"unknown battle source {source!r}; choose one of {', '.join(BATTLE_SOURCES)}")
