@@ -13,6 +13,7 @@ from decimal import Decimal
 
 import pandas as pd
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from datasets_app.models import Instance, InstructionFamily
 
@@ -36,8 +37,6 @@ def throughput(assignments) -> list[dict]:
 
 def assignments_in_flight(assignments, *, now: datetime | None = None) -> int:
     """Assignments taken by a worker and neither submitted, returned nor expired yet."""
-    from django.utils import timezone
-
     return assignments.filter(status=Assignment.Status.ASSIGNED, expires_at__gt=now or timezone.now()).count()
 
 
