@@ -73,6 +73,32 @@ def test_ranking_agreement_is_the_irr_core(data):
     assert measures["Mean best-pair rho"] == pytest.approx(float(result.best_rho.mean())) == pytest.approx(1.0)
 
 
+def test_verification_agreement_is_the_majority_of_outcomes(project):
+    from annotation import services
+    from tests.annotation.factories import make_candidate, make_family, make_instance, make_round, make_worker
+
+    family = make_family(name="Reading")
+    family.project = project
+    family.save()
+    candidates = [make_candidate(instance=make_instance(family=family)) for _ in range(2)]
+    round = make_round(task_type="verification", targets=candidates, workers_per_item=3, project=project)
+    # The first reference gets 3/3 "correct", the second a 2/3 majority for "response_problem".
+    answers = {candidates[0].pk: ["correct"] * 3, candidates[1].pk: ["response_problem", "correct", "response_problem"]}
+    for number in range(3):
+        worker = make_worker()
+        while (assignment := services.request_assignment(round=round, worker=worker)) is not None:
+            outcome = answers[assignment.item.candidate_id][number]
+            services.submit_assignment(assignment_id=assignment.pk, worker=worker,
+                                       data={"outcome": outcome, "harmful": False, "comment": ""})
+    watch = round_watch(round=round, coverage_target=2)
+    agreement = watch["agreement"]
+    assert agreement["label"] == "Verification agreement"
+    assert agreement["levels"] == [{"level": "3/3", "count": 1}, {"level": "2/3", "count": 1}]
+    measures = {m["label"]: m["value"] for m in agreement["measures"]}
+    assert measures["References judged"] == 2 and measures["Votes agreeing with the majority"] == pytest.approx(5 / 6)
+    assert watch["coverage"] == [{"name": "Reading", "done": 2, "total": 2, "target": 2, "missing": 0, "reached": True}]
+
+
 def test_coverage_per_family_against_the_target(data):
     coverage = {row["name"]: row for row in round_watch(round=data.pairwise, coverage_target=6)["coverage"]}
     assert {name: (row["done"], row["total"], row["reached"], row["missing"]) for name, row in coverage.items()} == {
