@@ -94,11 +94,12 @@ def leaderboard(*, project, source: str = "human", method: str = "elo",
     check_leaderboard_parameters(source=source, method=method, bootstrap=bootstrap)
     frame = battles(source=source, project=project)
     key = f"results:leaderboard:{project.pk}:{source}:{method}:{bootstrap}:{seed}:{_digest(frame)}"
-    return _cached(key, lambda: _leaderboard(frame, project=project, source=source, method=method,
-                                             bootstrap=bootstrap, seed=seed))
+    return _cached(key, lambda: leaderboard_result(frame, project=project, source=source, method=method,
+                                                   bootstrap=bootstrap, seed=seed))
 
 
-def _leaderboard(frame: pd.DataFrame, *, project, source: str, method: str, bootstrap: int, seed: int) -> Result:
+def leaderboard_result(frame: pd.DataFrame, *, project, source: str, method: str, bootstrap: int, seed: int) -> Result:
+    """The leaderboard of a battle table, uncached (``leaderboard`` reads the table and caches this)."""
     context = {"project": project.slug, "source": source, "battle_count": len(frame)}
     if frame.empty:
         return Result(data={**context, "method": method, "bootstrap_rounds": bootstrap, "seed": seed,
