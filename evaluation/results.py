@@ -19,7 +19,7 @@ from django.core.cache import cache
 from crowdbench.errors import ServiceError
 
 from .core import irr
-from .core.ratings import compute_ratings, plot_category_win_rates, plot_ratings
+from .core.ratings import InvalidBattlesError, compute_ratings, plot_category_win_rates, plot_ratings
 from .selectors import BATTLE_SOURCES, battles, irr_inputs
 
 METHODS = {"elo": "Online Elo", "bt": "Bradley–Terry"}
@@ -106,8 +106,11 @@ def leaderboard_result(frame: pd.DataFrame, *, project, source: str, method: str
                             "reference": None, "models": []}, plots={})
     reference = settings.ANNOTATION_REFERENCE_SIDE_NAME
     models = set(frame["model_a"]) | set(frame["model_b"])
-    result = compute_ratings(frame, method=method, bootstrap=bootstrap, seed=seed,
-                             reference=reference if reference in models else None)
+    try:
+        result = compute_ratings(frame, method=method, bootstrap=bootstrap, seed=seed,
+                                 reference=reference if reference in models else None)
+    except InvalidBattlesError as error:
+        raise ResultsError(f"The project's {source} battles cannot be rated: {error}") from None
     title = f"{METHODS[method]}, {SOURCES[source].lower()}: {len(frame)} battles\n" \
             f"95 % bootstrap interval, {bootstrap} rounds"
     plots = {"ratings": _png(plot_ratings(result, title=title))}

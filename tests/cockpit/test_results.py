@@ -181,3 +181,16 @@ def test_worker_text_in_model_names_is_escaped(client, researcher, project, data
     client.force_login(researcher)
     html = client.get(reverse("cockpit:results", args=["study-a"])).content.decode()
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+
+def test_battles_that_cannot_be_rated_are_a_refusal_not_a_crash(project):
+    import pandas as pd
+
+    from evaluation.results import ResultsError, leaderboard_result
+
+    frame = pd.DataFrame({"model_a": ["m1", "m1"], "model_b": ["m2", "m1"], "winner": ["model_a", "tie"],
+                          "category": ["c", "c"]})
+    with pytest.raises(ResultsError, match="cannot be rated: data row 2, field 'model_b'") as refusal:
+        leaderboard_result(frame, project=project, source="judge", method="bt", bootstrap=10, seed=0)
+    assert refusal.value.status_code == 400
