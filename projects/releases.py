@@ -55,6 +55,15 @@ DB_CHUNK_ROWS = 500
 CSV_FILES = {SINGLE_IMAGE: "visitbench/single_image.csv", MULTI_IMAGE: "visitbench/multi_image.csv"}
 
 
+def check_name_and_version(*, name: str, version: str) -> None:
+    """Refuse a malformed release name or version (they become folder names)."""
+    for value, validator, label in ((name, RELEASE_NAME_VALIDATOR, "name"), (version, VERSION_VALIDATOR, "version")):
+        try:
+            validator(value)
+        except ValidationError as error:
+            raise ReleaseError(f"Release {label} {value[:80]!r}: {' '.join(error.messages)}") from None
+
+
 def make_release(
     *,
     project: Project,
@@ -67,11 +76,7 @@ def make_release(
     batch_rows: int = DEFAULT_BATCH_ROWS,
 ) -> Release:
     """Write a new release of ``project`` into ``out_dir`` (which must not exist) and record it."""
-    for value, validator, label in ((name, RELEASE_NAME_VALIDATOR, "name"), (version, VERSION_VALIDATOR, "version")):
-        try:
-            validator(value)
-        except ValidationError as error:
-            raise ReleaseError(f"Release {label} {value[:80]!r}: {' '.join(error.messages)}") from None
+    check_name_and_version(name=name, version=version)
     if not -1.0 <= threshold <= 1.0:
         raise ReleaseError(f"The IRR agreement threshold must lie in [-1, 1], got {threshold}.")
     if Release.objects.filter(project=project, name=name, version=version).exists():
@@ -110,11 +115,7 @@ def make_release(
 def release_folder(*, project: Project, name: str, version: str) -> Path:
     """Where the cockpit writes a release: ``RELEASES_ROOT/<project>/<name>-<version>`` (the folder of
     the project is created). Name and version are checked first, so the path stays inside the root."""
-    for value, validator, label in ((name, RELEASE_NAME_VALIDATOR, "name"), (version, VERSION_VALIDATOR, "version")):
-        try:
-            validator(value)
-        except ValidationError as error:
-            raise ReleaseError(f"Release {label} {value[:80]!r}: {' '.join(error.messages)}") from None
+    check_name_and_version(name=name, version=version)
     parent = Path(settings.RELEASES_ROOT) / project.slug
     parent.mkdir(parents=True, exist_ok=True)
     return parent / f"{name}-{version}"
