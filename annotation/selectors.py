@@ -23,38 +23,41 @@ RANKING_COLUMNS = [
 ]
 
 
-def _judgments(*, task_type: str, round: CollectionRound | None):
+def _judgments(*, task_type: str, round: CollectionRound | None, project=None):
     """Assignments that count as data: submitted, not rejected, confirmed by the provider."""
     assignments = Assignment.objects.counted().filter(round__task_type=task_type)
     if round is not None:
         assignments = assignments.filter(round=round)
+    if project is not None:
+        assignments = assignments.filter(round__project=project)
     return assignments.order_by("submitted_at", "id")
 
 
-def _rows(*, kind: str, round: CollectionRound | None) -> list[dict]:
+def _rows(*, kind: str, round: CollectionRound | None, project=None) -> list[dict]:
     """The rows every task type that yields ``kind`` contributes, type by type in submission order."""
     rows = []
     for handler in task_types_yielding(kind):
-        for assignment in handler.judgment_queryset(_judgments(task_type=handler.key, round=round)):
+        for assignment in handler.judgment_queryset(_judgments(task_type=handler.key, round=round, project=project)):
             rows.extend(handler.judgment_rows(assignment))
     return rows
 
 
-def pairwise_battles(round: CollectionRound | None = None) -> pd.DataFrame:
+def pairwise_battles(round: CollectionRound | None = None, *, project=None) -> pd.DataFrame:
     """One row per human pairwise judgment, in submission order (online Elo uses this order).
 
     ``winner`` is "model_a" or "model_b" (forced choice: humans never tie); ``category`` is the
     instance's instruction family; ``left`` says which side was shown on the left.
     """
-    return pd.DataFrame(_rows(kind="battles", round=round), columns=BATTLE_COLUMNS)
+    return pd.DataFrame(_rows(kind="battles", round=round, project=project), columns=BATTLE_COLUMNS)
 
 
-def ranking_judgments(round: CollectionRound | None = None) -> pd.DataFrame:
+def ranking_judgments(round: CollectionRound | None = None, *, project=None) -> pd.DataFrame:
     """Long format: one row per (review set, annotator, review) with rank 1 = best.
 
     ``item_id`` is the review set (the IRR item), so items ranked in several rounds pool together.
+    ``project`` keeps the judgments of that project's rounds only (both filters may be given).
     """
-    return pd.DataFrame(_rows(kind="rankings", round=round), columns=RANKING_COLUMNS)
+    return pd.DataFrame(_rows(kind="rankings", round=round, project=project), columns=RANKING_COLUMNS)
 
 
 def worker_progress(*, round: CollectionRound, worker: Worker) -> dict:

@@ -1,5 +1,5 @@
 """The researcher cockpit under /projects/: one URL list per area module."""
-from .views import board, projects, results, review, rounds, tokens, workers
+from .views import board, projects, results, review, rounds, tokens, watch, workers
 
 app_name = "cockpit"
 
@@ -11,4 +11,5 @@ urlpatterns = (
     + review.urlpatterns
     + workers.urlpatterns
     + results.urlpatterns
+    + watch.urlpatterns
 )

@@ -162,6 +162,9 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", BASE_DIR / "media"))
+# Releases made from the cockpit; outside MEDIA_ROOT, which is served to anyone: release files are
+# downloaded through the cockpit, by project members only.
+RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT", BASE_DIR / "releases"))
 # Uploaded images larger than this are rejected before they reach Pillow.
 MAX_IMAGE_UPLOAD_BYTES = int(os.environ.get("MAX_IMAGE_UPLOAD_BYTES", str(10 * 1024 * 1024)))
 # Data files (predictions, review sets, families) uploaded from the project board.
@@ -199,8 +202,6 @@ REST_KNOX = {
     "TOKEN_LIMIT_PER_USER": 20,
 }
 API_MAX_PAGE_SIZE = 200
-# Releases made through the API are written under RELEASES_ROOT/<project>/<name>-<version>/.
-RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT", str(BASE_DIR / "releases")))
 SPECTACULAR_SETTINGS = {
     "TITLE": "crowdbench researcher API",
     "DESCRIPTION": "Projects, data, crowd rounds, submissions, model outputs, evaluations and releases. See docs/api.md.",

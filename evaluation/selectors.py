@@ -72,40 +72,38 @@ class EvaluationRequestError(ServiceError):
     status_code = 400
 
 
-def _project_rounds(project, task_type: str):
-    from annotation.models import CollectionRound
-
-    return list(CollectionRound.objects.filter(project=project, task_type=task_type).order_by("pk"))
-
-
 def irr_rankings(*, round=None, project=None) -> pd.DataFrame:
-    """Crowd rankings from the ranking task (rejected work excluded), in the IRR core's long format.
-
-    ``project`` keeps the rankings of that project's ranking rounds only."""
+    """Crowd rankings from the ranking task (rejected work excluded), in the IRR core's long format;
+    ``project`` keeps its rounds' rankings only."""
     from annotation.selectors import ranking_judgments
 
-    if project is not None and round is None:
-        frames = [ranking_judgments(r) for r in _project_rounds(project, "ranking")]
-        frame = pd.concat(frames, ignore_index=True) if frames else ranking_judgments(None).iloc[0:0]
-        return frame[IRR_RANKING_COLUMNS].reset_index(drop=True)
-    return ranking_judgments(round)[IRR_RANKING_COLUMNS].reset_index(drop=True)
+    return ranking_judgments(round, project=project)[IRR_RANKING_COLUMNS].reset_index(drop=True)
+
+
+def irr_inputs(*, round=None, project=None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """What ``irr.irr_report`` reads from the database: the crowd's rankings (with prompt ranks) and
+    the stored model scores of the ranked review sets (None when there are none). The rankings may be
+    empty; the callers say so in their own terms."""
+    from evaluation.core import irr
+
+    rankings = irr_rankings(round=round, project=project)
+    if rankings.empty:
+        return rankings, None
+    # Only scores of items that have rankings: the core treats any other item as an error.
+    scores = review_scores(item_ids=rankings[irr.ITEM].unique())
+    return rankings, (scores[[*irr.MODEL_ID_COLUMNS, irr.SCORE]] if not scores.empty else None)
 
 
 def irr_database_inputs(*, round=None, project=None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """Crowd rankings (with prompt ranks) and the stored model scores of the ranked review sets,
-    for ``evaluation.core.irr.irr_report``; a round that is not a ranking round is refused."""
-    from evaluation.core import irr
-
+    """``irr_inputs``, refusing a round that is not a ranking round and an empty selection."""
     if round is not None and round.task_type != "ranking":
         raise EvaluationRequestError(f"round {round.pk} is a {round.task_type} round, not a ranking round")
-    rankings = irr_rankings(round=round, project=project)
+    rankings, scores = irr_inputs(round=round, project=project)
     if rankings.empty:
         where = (f"round {round.pk}" if round is not None
                  else f"project '{project.slug}'" if project is not None else "the database")
         raise NoEvaluationData(f"{where} has no submitted rankings")
-    # Only scores of items that have rankings: the core treats any other item as an error.
-    scores = review_scores(item_ids=rankings[irr.ITEM].unique())
-    return rankings, (scores[[*irr.MODEL_ID_COLUMNS, irr.SCORE]] if not scores.empty else None)
+    return rankings, scores
 
 
 def irr_database_report(*, round=None, project=None, threshold: float | None = None) -> dict:
@@ -153,13 +151,9 @@ def collected_battles(*, round_id: int | None = None, project=None, columns=BATT
     ``pairwise_battles``)."""
     from annotation.models import CollectionRound
     from annotation.selectors import pairwise_battles
-    from datasets_app.models import Instance
 
     round_ = CollectionRound.objects.get(pk=round_id) if round_id is not None else None
-    frame = pairwise_battles(round_)
-    if project is not None and not frame.empty:
-        ids = set(Instance.objects.filter(family__project=project).values_list("pk", flat=True))
-        frame = frame[frame["instance_id"].isin(ids)]
+    frame = pairwise_battles(round_, project=project)
     if frame.empty:
         return pd.DataFrame(columns=columns)
     return frame.sort_values("submitted_at", kind="stable")[list(columns)].reset_index(drop=True)

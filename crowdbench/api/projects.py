@@ -1,27 +1,22 @@
 """Projects (read) and releases (list, make, download) of the researcher API."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import django_filters
-from django.conf import settings
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
 from evaluation.core import irr
 from projects.models import Project, Release
-from projects.releases import make_release
+from projects.releases import make_release, release_file, release_folder
 from projects.selectors import projects_for_user, releases_for_user, role_of
 
 from .access import ProjectSlugField, ResearcherAPIMixin, owned_project
 
 SUMS_FILE = "SHA256SUMS"
-
 
 class ProjectSerializer(serializers.ModelSerializer):
     role = serializers.SerializerMethodField(help_text="Your role: owner or collaborator.")
@@ -33,7 +28,6 @@ class ProjectSerializer(serializers.ModelSerializer):
     def get_role(self, project) -> str:
         return role_of(user=self.context["request"].user, project=project)
 
-
 class ProjectViewSet(ResearcherAPIMixin, viewsets.ReadOnlyModelViewSet):
     """The projects you are a member of."""
 
@@ -44,13 +38,11 @@ class ProjectViewSet(ResearcherAPIMixin, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         return projects_for_user(self.request.user).order_by("name", "id")
 
-
 class ReleaseFileSerializer(serializers.Serializer):
     path = serializers.CharField()
     sha256 = serializers.CharField()
     bytes = serializers.IntegerField()
     url = serializers.URLField(help_text="Download address (members only).")
-
 
 class ReleaseSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
@@ -73,7 +65,6 @@ class ReleaseSerializer(serializers.ModelSerializer):
     def get_checksums_url(self, release) -> str:
         return self._url(release, SUMS_FILE)
 
-
 class ReleaseCreateSerializer(serializers.Serializer):
     project = ProjectSlugField()
     name = serializers.CharField(max_length=100)
@@ -81,14 +72,12 @@ class ReleaseCreateSerializer(serializers.Serializer):
     threshold = serializers.FloatField(min_value=-1.0, max_value=1.0, default=irr.DEFAULT_THRESHOLD,
                                        help_text="IRR agreement threshold of kept items.")
 
-
 class ReleaseFilter(django_filters.FilterSet):
     project = django_filters.CharFilter(field_name="project__slug", help_text="Project slug.")
 
     class Meta:
         model = Release
         fields = ["project", "name", "version"]
-
 
 class ReleaseViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Immutable, versioned snapshots of a project (``projects.releases.make_release``)."""
@@ -105,21 +94,14 @@ class ReleaseViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadO
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         project = owned_project(request, data["project"])
-        parent = Path(settings.RELEASES_ROOT) / project.slug
-        parent.mkdir(parents=True, exist_ok=True)
         release = make_release(project=project, name=data["name"], version=data["version"],
-                               out_dir=parent / f"{data['name']}-{data['version']}", created_by=request.user,
-                               threshold=data["threshold"])
+                               out_dir=release_folder(project=project, name=data["name"], version=data["version"]),
+                               created_by=request.user, threshold=data["threshold"])
         return Response(self.get_serializer(release).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY)})
     def download(self, request, pk=None, path=""):
         """One file of the release, or its SHA256SUMS; only files the release lists are served."""
         release = self.get_object()
-        if path != SUMS_FILE and path not in release.files:
-            raise NotFound(f"Release {release.pk} has no file {path[:200]!r}.")
-        directory = Path(release.directory).resolve()
-        target = (directory / path).resolve()
-        if directory not in target.parents or not target.is_file():
-            raise NotFound(f"The file {path[:200]!r} of release {release.pk} is missing on the server.")
+        target = release_file(release=release, relative=path)
         return FileResponse(target.open("rb"), as_attachment=True, filename=target.name)
