@@ -18,6 +18,7 @@ from .access import ProjectSlugField, ResearcherAPIMixin, owned_project
 
 SUMS_FILE = "SHA256SUMS"
 
+
 class ProjectSerializer(serializers.ModelSerializer):
     role = serializers.SerializerMethodField(help_text="Your role: owner or collaborator.")
 
@@ -27,6 +28,7 @@ class ProjectSerializer(serializers.ModelSerializer):
 
     def get_role(self, project) -> str:
         return role_of(user=self.context["request"].user, project=project)
+
 
 class ProjectViewSet(ResearcherAPIMixin, viewsets.ReadOnlyModelViewSet):
     """The projects you are a member of."""
@@ -38,11 +40,13 @@ class ProjectViewSet(ResearcherAPIMixin, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         return projects_for_user(self.request.user).order_by("name", "id")
 
+
 class ReleaseFileSerializer(serializers.Serializer):
     path = serializers.CharField()
     sha256 = serializers.CharField()
     bytes = serializers.IntegerField()
     url = serializers.URLField(help_text="Download address (members only).")
+
 
 class ReleaseSerializer(serializers.ModelSerializer):
     project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
@@ -65,6 +69,7 @@ class ReleaseSerializer(serializers.ModelSerializer):
     def get_checksums_url(self, release) -> str:
         return self._url(release, SUMS_FILE)
 
+
 class ReleaseCreateSerializer(serializers.Serializer):
     project = ProjectSlugField()
     name = serializers.CharField(max_length=100)
@@ -72,12 +77,14 @@ class ReleaseCreateSerializer(serializers.Serializer):
     threshold = serializers.FloatField(min_value=-1.0, max_value=1.0, default=irr.DEFAULT_THRESHOLD,
                                        help_text="IRR agreement threshold of kept items.")
 
+
 class ReleaseFilter(django_filters.FilterSet):
     project = django_filters.CharFilter(field_name="project__slug", help_text="Project slug.")
 
     class Meta:
         model = Release
         fields = ["project", "name", "version"]
+
 
 class ReleaseViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Immutable, versioned snapshots of a project (``projects.releases.make_release``)."""
