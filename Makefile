@@ -83,7 +83,9 @@ bench: install-dev
 	$(BIN)/python bench/ratings.py
 	$(BIN)/python bench/irr.py
 	$(BIN)/python bench/llm_batch.py
+	$(BIN)/python bench/llm_rate_limit.py
 	$(BIN)/python bench/export.py
+	$(BIN)/python bench/results.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media staticfiles .pytest_cache .hypothesis

@@ -9,8 +9,8 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.template.response import TemplateResponse
 
-from . import services
-from .models import Assignment, CollectionRound, Worker, WorkItem
+from . import consent, services
+from .models import Assignment, CollectionRound, ConsentDecision, ImageReport, Worker, WorkItem
 from .task_types import task_type_choices
 
 
@@ -20,6 +20,13 @@ class CollectionRoundForm(forms.ModelForm):
     class Meta:
         model = CollectionRound
         fields = "__all__"
+
+    def clean_consent_text(self):
+        # The same cleaning as the consent form's (annotation.consent).
+        try:
+            return consent.clean_consent_text(self.cleaned_data.get("consent_text", ""))
+        except consent.InvalidConsentText as error:
+            raise forms.ValidationError(error.message) from None
 
 
 def _run_on_each(modeladmin, request, queryset, service, verb: str) -> None:
@@ -141,3 +148,28 @@ class WorkerAdmin(admin.ModelAdmin):
     list_filter = ["provider", "is_blocked"]
     search_fields = ["external_id", "user__username"]
     raw_id_fields = ["user"]
+
+
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    """Records written by the services only; researchers read them here."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ConsentDecision)
+class ConsentDecisionAdmin(_ReadOnlyAdmin):
+    list_display = ["round", "worker", "accepted", "decided_at"]
+    list_filter = ["accepted", "round"]
+    search_fields = ["worker__external_id", "round__name"]
+
+
+@admin.register(ImageReport)
+class ImageReportAdmin(_ReadOnlyAdmin):
+    list_display = ["image_url", "item", "worker", "reported_at"]
+    list_filter = ["item__round"]
+    search_fields = ["image_url", "worker__external_id"]
+    list_select_related = ["item__round", "worker"]

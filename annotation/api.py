@@ -11,7 +11,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import selectors, services
+from . import image_reports, selectors, services
 from .models import Assignment, CollectionRound
 from .permissions import IsLocalWorker
 from .task_types import worker_answers
@@ -110,3 +110,16 @@ class ReturnView(CrowdWorkAPIView):
     def post(self, request, assignment_id: int):
         assignment = services.return_assignment(assignment_id=assignment_id, worker=self.worker(request))
         return Response({"assignment": assignment.pk, "status": assignment.status})
+
+
+class ReportImageView(CrowdWorkAPIView):
+    """POST ``{"image_url": ...}``: an image of the worker's task did not load. 201 recorded, 200 already
+    recorded (one report per worker and image)."""
+
+    parser_classes = [JSONParser, FormParser]
+
+    def post(self, request, assignment_id: int):
+        outcome = image_reports.report_image(
+            assignment_id=assignment_id, worker=self.worker(request), image_url=image_reports.image_url_of(request.data))
+        return Response({"reported": True, "created": outcome.created},
+                        status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK)

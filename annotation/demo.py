@@ -30,14 +30,16 @@ def _verification_targets() -> list[ReferenceCandidate]:
 
 
 def _pairwise_targets() -> list[tuple]:
+    """Every pair of the instance's model outputs and its accepted reference, for each demo instance
+    with outputs: enough battles among several models for Elo and Bradley–Terry."""
     targets = []
-    for instance in Instance.objects.filter(model_outputs__isnull=False).distinct().order_by("id")[:3]:
-        outputs = list(instance.model_outputs.order_by("model_name"))
-        if len(outputs) >= 2:
-            targets.append((outputs[0], outputs[1]))
+    for instance in Instance.objects.filter(model_outputs__isnull=False).distinct().order_by("id"):
+        sides = list(instance.model_outputs.order_by("model_name"))
         reference = AcceptedReference.objects.filter(instance=instance).first()
-        if reference is not None:
-            targets.append((outputs[0], reference))
+        for index, output in enumerate(sides):
+            targets.extend((output, other) for other in sides[index + 1:])
+            if reference is not None:
+                targets.append((output, reference))
     return targets
 
 
@@ -64,16 +66,17 @@ def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dic
 
     create_demo_data(project=project)
     family = InstructionFamily.objects.filter(seed_image_links__isnull=False).order_by("id").first()
+    # title, language, workers per item, targets, estimated seconds per task (shown to workers)
     plans = {
-        "instruction_generation": ("Write a new instruction", "en", 2, lambda: [family]),
-        "caption": ("Caption images for an instruction", "en", 1, _caption_targets),
-        "verification": ("Check answers", "en", 3, _verification_targets),
-        "pairwise": ("Which response is better?", "en", 5, _pairwise_targets),
-        "ranking": ("Rank image reviews", "en", 3, lambda: _review_sets("en")),
-        "ranking_ja": ("画像レビューの順位付け", "ja", 3, lambda: _review_sets("ja")),
+        "instruction_generation": ("Write a new instruction", "en", 2, lambda: [family], 240),
+        "caption": ("Caption images for an instruction", "en", 1, _caption_targets, 150),
+        "verification": ("Check answers", "en", 3, _verification_targets, 60),
+        "pairwise": ("Which response is better?", "en", 5, _pairwise_targets, 45),
+        "ranking": ("Rank image reviews", "en", 3, lambda: _review_sets("en"), 90),
+        "ranking_ja": ("画像レビューの順位付け", "ja", 3, lambda: _review_sets("ja"), 90),
     }
     rounds = {}
-    for key, (title, language, workers_per_item, targets) in plans.items():
+    for key, (title, language, workers_per_item, targets, estimate) in plans.items():
         name = DEMO_PREFIX + title
         existing = CollectionRound.objects.filter(name=name).first()
         if existing is not None:
@@ -89,6 +92,7 @@ def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dic
             reward_per_task=Decimal("0.50"),
             target_hourly_wage=Decimal("18.00"),
             time_limit_seconds=1800,
+            estimated_seconds_per_task=estimate,
             # IRR: each language's reviews are ranked by speakers of that language.
             qualification_rules={"language_matched": True} if key.startswith("ranking") else None,
         )

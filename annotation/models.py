@@ -167,6 +167,15 @@ class CollectionRound(models.Model):
         validators=[MinValueValidator(0)],
         help_text="Rewards of all taken assignments stay within this; empty means no cap.",
     )
+    estimated_seconds_per_task = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="The researcher's estimate of one task's time; workers see it until real task times exist.",
+    )
+    consent_text = models.TextField(
+        blank=True,
+        help_text="Study information and consent, plain text (blank lines separate paragraphs). When set, "
+        "each worker reads and accepts it before their first task of the round.",
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT, db_index=True)
     # VisIT-Bench chaining: where the next stage's items go once this round's items complete
     # (instruction generation → caption, caption → verification, with references generated on the way).
@@ -394,3 +403,50 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.worker}, {self.status})"
+
+
+class ConsentDecision(models.Model):
+    """A worker's answer to a round's study information: accepted or refused, for the text they read.
+
+    Written only by ``annotation.consent``. A decision covers the text it was given for (its hash):
+    once the researcher changes the text, the worker is asked again.
+    """
+
+    round = models.ForeignKey(CollectionRound, on_delete=models.CASCADE, related_name="consent_decisions")
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="consent_decisions")
+    accepted = models.BooleanField()
+    text_sha256 = models.CharField(max_length=64, help_text="Hash of the consent text the worker answered.")
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["round_id", "decided_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "worker"], name="one_consent_decision_per_round_and_worker"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.worker} {'accepted' if self.accepted else 'refused'} round {self.round_id}"
+
+
+class ImageReport(models.Model):
+    """A worker's report that an image of a task did not load; one per worker and image.
+
+    Written only by ``annotation.image_reports``.
+    """
+
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="image_reports")
+    item = models.ForeignKey(WorkItem, on_delete=models.CASCADE, related_name="image_reports")
+    assignment = models.ForeignKey(
+        Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="image_reports"
+    )
+    image_url = models.CharField(max_length=2000, help_text="The image's address as the task page showed it.")
+    reported_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-reported_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["worker", "image_url"], name="one_image_report_per_worker_and_image"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.worker} reported {self.image_url}"

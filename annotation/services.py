@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 
 from crowdbench.errors import ServiceError
 
+from . import consent
 from .models import Assignment, CollectionRound, Worker, WorkItem
 from .task_types import get_task_type
 
@@ -79,6 +80,12 @@ class InvalidTransition(CrowdWorkError):
     status_code = 409
 
 
+class ConsentRequired(CrowdWorkError):
+    """The round's study information must be read and accepted before its first task."""
+
+    status_code = 403
+
+
 def _message(error: ValidationError) -> str:
     return " ".join(error.messages)
 
@@ -97,6 +104,19 @@ def get_or_create_local_worker(*, user) -> Worker:
         provider=Worker.LOCAL, external_id=str(user.pk), defaults={"user": user}
     )
     return worker
+
+
+@transaction.atomic
+def set_worker_languages(*, worker: Worker, languages: Iterable[str]) -> Worker:
+    """The languages a worker works in (codes of ``Language``), as the worker states them."""
+    locked = Worker.objects.select_for_update().get(pk=worker.pk)
+    locked.languages = sorted(set(languages))
+    try:
+        locked.full_clean(validate_constraints=False)
+    except ValidationError as error:
+        raise InvalidSubmission(_message(error)) from None
+    locked.save(update_fields=["languages"])
+    return locked
 
 
 # --- rounds ----------------------------------------------------------------------------------------
@@ -118,6 +138,8 @@ def create_round(
     budget_cap: Decimal | None = None,
     instructions: str = "",
     project=None,
+    estimated_seconds_per_task: int | None = None,
+    consent_text: str = "",
 ) -> CollectionRound:
     round = CollectionRound(
         name=name,
@@ -133,6 +155,8 @@ def create_round(
         qualification_rules=qualification_rules or {},
         budget_cap=budget_cap,
         instructions=instructions,
+        estimated_seconds_per_task=estimated_seconds_per_task,
+        consent_text=consent.clean_consent_text(consent_text),
     )
     round.full_clean()
     round.save()
@@ -271,7 +295,11 @@ def expire_stale_assignments(*, round: CollectionRound | None = None, now: datet
     return stale.update(status=Assignment.Status.EXPIRED)
 
 
-def check_worker_may_work(*, round: CollectionRound, worker: Worker) -> None:
+def check_worker_may_work(*, round: CollectionRound, worker: Worker, approved_tasks: int | None = None) -> None:
+    """Refuse (RoundNotOpen, NotQualified) a worker who may not take tasks of the round.
+
+    ``approved_tasks`` is the worker's count of approved assignments when the caller has it (the work
+    list counts once for all rounds); otherwise it is counted here when a rule needs it."""
     if round.status != CollectionRound.Status.OPEN:
         raise RoundNotOpen(_("This round is not open for work."))
     if worker.is_blocked:
@@ -283,7 +311,7 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker) -> None:
         raise NotQualified(_("This round is for workers who work in %(language)s.")
                            % {"language": round.get_language_display()})
     if rules.get("min_approved_tasks"):
-        approved = Assignment.objects.filter(
+        approved = approved_tasks if approved_tasks is not None else Assignment.objects.filter(
             worker=worker, review_status=Assignment.ReviewStatus.APPROVED
         ).count()
         if approved < rules["min_approved_tasks"]:
@@ -367,6 +395,9 @@ def request_assignment(
     rng = rng or random.SystemRandom()
     round = CollectionRound.objects.get(pk=round.pk)
     check_worker_may_work(round=round, worker=worker)
+    if not consent.has_accepted(round=round, worker=worker):
+        # Every page and API that hands out tasks comes here: none before the study information is accepted.
+        raise ConsentRequired(_("Please read the study information and agree to it before the first task."))
     # Outside the main transaction: a short statement, so concurrent requests do not hold these rows.
     expire_stale_assignments(round=round, now=now)
     try:
@@ -760,6 +791,7 @@ __all__ = [
     "AssignmentNotFound",
     "BrokenItem",
     "ConflictingResubmission",
+    "ConsentRequired",
     "CrowdWorkError",
     "InvalidSubmission",
     "InvalidTransition",
@@ -786,6 +818,7 @@ __all__ = [
     "request_assignment",
     "resume_round",
     "return_assignment",
+    "set_worker_languages",
     "submit_assignment",
     "task_preview",
     "task_view",

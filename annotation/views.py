@@ -1,11 +1,17 @@
 """Worker pages. Thin: the services assign and the task types say what a page shows."""
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, render
-from django.utils import translation
+from functools import wraps
 
-from . import selectors, services
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods
+
+from . import consent, selectors, services
+from .forms import ConsentDecisionForm, WorkerLanguagesForm
 from .models import CollectionRound
 from .permissions import NOT_A_WORKER, is_local_worker
 
@@ -14,23 +20,63 @@ def _refuse(request, message: str, status: int):
     return render(request, "annotation/message.html", {"message": message}, status=status)
 
 
-@login_required
-def work_list(request):
-    """Open rounds the logged-in worker can take part in, with their progress."""
-    if not is_local_worker(request.user):
-        return _refuse(request, NOT_A_WORKER, 403)
-    worker = services.get_or_create_local_worker(user=request.user)
-    rounds = selectors.open_rounds_for_worker(worker=worker)
-    return render(request, "annotation/work_list.html", {"rounds": rounds})
+def worker_required(view):
+    """A logged-in local worker; the view gets their ``Worker`` as ``worker``."""
+
+    @login_required
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not is_local_worker(request.user):
+            return _refuse(request, NOT_A_WORKER, 403)
+        return view(request, *args, worker=services.get_or_create_local_worker(user=request.user), **kwargs)
+
+    return wrapped
 
 
-@login_required
-def round_page(request, round_id: int):
+@worker_required
+def work_list(request, worker):
+    """The open rounds the worker can still do, with reward, expected time and hourly rate."""
+    offers = selectors.work_list_for_worker(worker=worker)
+    return render(request, "annotation/work_list.html", {"offers": offers, "worker": worker})
+
+
+@require_http_methods(["GET", "POST"])
+@worker_required
+def worker_settings(request, worker):
+    """The worker states the languages they work in; rounds for speakers of a language follow."""
+    form = WorkerLanguagesForm(request.POST if request.method == "POST" else None, initial={"languages": worker.languages})
+    if request.method == "POST" and form.is_valid():
+        services.set_worker_languages(worker=worker, languages=form.cleaned_data["languages"])
+        messages.success(request, _("Your languages are saved."))
+        return redirect("annotation:work-list")
+    return render(request, "annotation/settings.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+@worker_required
+def consent_page(request, round_id: int, worker):
+    """The round's study information; the worker agrees (then gets the first task) or declines."""
+    round = get_object_or_404(CollectionRound, pk=round_id, status=CollectionRound.Status.OPEN)
+    if not consent.consent_required(round=round):
+        return redirect("annotation:round", round.pk)
+    with translation.override(round.language):
+        services.check_worker_may_work(round=round, worker=worker)
+        form = ConsentDecisionForm(request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            consent.record_decision(round=round, worker=worker, accepted=form.accepted)
+            if form.accepted:
+                return redirect("annotation:round", round.pk)
+        decision = consent.decision_of(round=round, worker=worker)
+        return render(request, "annotation/consent.html", {"round": round, "form": form, "decision": decision},
+                      status=400 if form.errors else 200)
+
+
+@worker_required
+def round_page(request, round_id: int, worker):
     """The worker's current task of the round (a new one if they have none), in the round's language."""
-    if not is_local_worker(request.user):
-        return _refuse(request, NOT_A_WORKER, 403)
     round = get_object_or_404(CollectionRound, pk=round_id)
-    worker = services.get_or_create_local_worker(user=request.user)
+    if round.status == CollectionRound.Status.OPEN and not consent.has_accepted(round=round, worker=worker):
+        return redirect("annotation:consent", round.pk)
     with translation.override(round.language):
         try:
             assignment = services.request_assignment(round=round, worker=worker)

@@ -34,10 +34,11 @@ def server_stats(base_url: str) -> dict:
         return json.loads(response.read())
 
 
-def start_fake_server(latency: float) -> tuple[subprocess.Popen, str]:
+def start_fake_server(latency: float, *options: str) -> tuple[subprocess.Popen, str]:
+    """The fake server in its own process; ``options`` are more command-line options."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "fakes.openai_server", "--port", str(port), "--latency", str(latency)],
+        [sys.executable, "-m", "fakes.openai_server", "--port", str(port), "--latency", str(latency), *options],
         cwd=REPO_ROOT,
         stdout=subprocess.DEVNULL,
     )
@@ -52,6 +53,22 @@ def start_fake_server(latency: float) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("the fake server did not start")
 
 
+def throwaway_django(prefix: str, *, log_level: str) -> tempfile.TemporaryDirectory:
+    """Django set up on a new SQLite database in a temporary folder (never the development one)."""
+    sys.path.insert(0, str(REPO_ROOT))
+    workdir = tempfile.TemporaryDirectory(prefix=prefix)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "crowdbench.settings"
+    os.environ["DATABASE_URL"] = f"sqlite:///{Path(workdir.name) / 'bench.sqlite3'}"
+    os.environ.setdefault("LOG_LEVEL", log_level)
+
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    return workdir
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -59,17 +76,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     args = parser.parse_args()
 
-    sys.path.insert(0, str(REPO_ROOT))
-    workdir = tempfile.TemporaryDirectory(prefix="llm-bench-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "crowdbench.settings"
-    os.environ["DATABASE_URL"] = f"sqlite:///{Path(workdir.name) / 'bench.sqlite3'}"
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+    workdir = throwaway_django("llm-bench-", log_level="WARNING")
 
     from llm.client import LLMClient, chat_request
     from llm.models import LLMCall

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 from functools import wraps
 
-from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.utils.translation import gettext_lazy as _
 
 from projects.models import Membership, Project
-from projects.permissions import require_member, require_owner
+from projects.permissions import is_researcher, require_member, require_owner
 from projects.selectors import get_project_for_user
 
 from .errors import NotAResearcher
 
 NOT_A_RESEARCHER = _("Only researchers may use the cockpit; ask an administrator to add you to the researchers group.")
-
-
-def is_researcher(user) -> bool:
-    return bool(
-        user.is_authenticated
-        and user.is_active
-        and (user.is_superuser or user.groups.filter(name=settings.RESEARCHER_GROUP).exists())
-    )
 
 
 def researcher_required(view):

@@ -6,16 +6,31 @@ from decimal import Decimal
 from django import forms
 from django.contrib.auth import get_user_model
 
+from annotation.watch import DEFAULT_COVERAGE_TARGET
 from datasets_app.models import Language
+from evaluation.core import irr
+from evaluation.results import MAX_BOOTSTRAP_ROUNDS, METHODS, PAGE_BOOTSTRAP_ROUNDS, SOURCES
 from llm.config import configured_models
-from projects.models import Membership, Project
+from projects.errors import ProjectError
+from projects.models import RELEASE_NAME_VALIDATOR, VERSION_VALIDATOR, Membership, Project
+from projects.services import check_slug_free_of_pages
 from providers.registry import PROVIDERS
+
+from .errors import BadQuery
 
 
 class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
         fields = ["name", "slug", "description"]
+
+    def clean_slug(self):
+        slug = self.cleaned_data["slug"]
+        try:
+            check_slug_free_of_pages(slug)
+        except ProjectError as error:
+            raise forms.ValidationError(error.message) from None
+        return slug
 
 
 class MemberForm(forms.Form):
@@ -44,6 +59,8 @@ class RunForm(forms.Form):
 
 class UploadForm(forms.Form):
     file = forms.FileField()
+
+
 class OptionalJSONField(forms.JSONField):
     """A JSON field whose empty value shows as an empty box, not ``null``."""
 
@@ -96,6 +113,8 @@ class RoundSettingsForm(forms.Form):
             "currency": data["currency"].upper(), "target_hourly_wage": data["target_hourly_wage"],
             "time_limit_seconds": data["time_limit_seconds"], "budget_cap": data["budget_cap"],
             "instructions": data["instructions"], "qualification_rules": rules,
+            # Workers see this expected time on their work list until real task times exist.
+            "estimated_seconds_per_task": data["expected_seconds"],
         }
 
     def __init__(self, *args, task_type: str, **kwargs):
@@ -127,3 +146,38 @@ class ConfirmPublishForm(PublishForm):
     dry_run = forms.CharField(widget=forms.HiddenInput)
     confirm = forms.BooleanField(required=True, error_messages={
         "required": "Tick the confirmation to publish: this spends money on the provider."})
+
+
+# --- query parameters of the watch and results pages -------------------------------------------
+
+
+def cleaned_query(form_class: type[forms.Form], query) -> dict:
+    """The cleaned query parameters (defaults for absent ones), or a 400 naming each bad parameter."""
+    form = form_class({key: query[key] for key in form_class.base_fields if key in query})
+    if not form.is_valid():
+        raise BadQuery("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
+    return {name: value if value not in (None, "") else form_class.base_fields[name].initial
+            for name, value in form.cleaned_data.items()}
+
+
+class WatchQuery(forms.Form):
+    target = forms.IntegerField(min_value=1, max_value=100_000, required=False, initial=DEFAULT_COVERAGE_TARGET)
+
+
+class LeaderboardQuery(forms.Form):
+    source = forms.ChoiceField(choices=list(SOURCES.items()), required=False, initial="human")
+    method = forms.ChoiceField(choices=list(METHODS.items()), required=False, initial="elo")
+    bootstrap = forms.IntegerField(min_value=1, max_value=MAX_BOOTSTRAP_ROUNDS, required=False,
+                                   initial=PAGE_BOOTSTRAP_ROUNDS)
+    seed = forms.IntegerField(min_value=0, max_value=2**32 - 1, required=False, initial=0)
+
+
+class IRRQuery(forms.Form):
+    threshold = forms.FloatField(min_value=-1.0, max_value=1.0, required=False, initial=irr.DEFAULT_THRESHOLD)
+
+
+class ReleaseForm(forms.Form):
+    name = forms.CharField(max_length=100, validators=[RELEASE_NAME_VALIDATOR],
+                           help_text="Letters, digits, dots, dashes or underscores, e.g. visit-bench.")
+    version = forms.CharField(max_length=64, initial="1.0.0", validators=[VERSION_VALIDATOR],
+                              help_text="e.g. 1.0.0; a name and version are released once.")

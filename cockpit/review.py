@@ -12,7 +12,7 @@ from annotation.selectors import submission_review
 from annotation.task_types.base import ListField, StrictIntegerField, TextField
 from crowdbench.errors import ServiceError
 from projects.models import Project
-from projects.selectors import rounds_for_user, submissions_for_user
+from projects.selectors import assignments_for_user, rounds_for_user
 from providers.registry import provider_class
 from providers.review import APPROVE, REJECT, ReviewReport, review_submissions
 
@@ -38,6 +38,11 @@ class UnknownSubmissions(ServiceError):
     """Some submissions are not in this project."""
 
     status_code = 404
+
+
+def _submissions(user):
+    """Submitted work of the user's projects."""
+    return assignments_for_user(user).submitted()
 
 
 def worker_label(worker: Worker) -> str:
@@ -74,7 +79,7 @@ class ReviewFilterForm(forms.Form):
         if not data.get("status"):
             data["status"] = "pending"
         super().__init__(data)
-        submissions = submissions_for_user(user).filter(round__project=project)
+        submissions = _submissions(user).filter(round__project=project)
         self.fields["round"].queryset = rounds_for_user(user).filter(project=project)
         self.fields["worker"].queryset = (
             Worker.objects.filter(pk__in=submissions.values("worker_id")).select_related("user")
@@ -90,7 +95,7 @@ class ReviewFilterForm(forms.Form):
 def review_queue(*, user, project: Project, round: CollectionRound | None = None, status: str = "pending",
                  worker: Worker | None = None):
     """The project's submissions for review, oldest first, narrowed by round, review status and worker."""
-    submissions = submissions_for_user(user).filter(round__project=project)
+    submissions = _submissions(user).filter(round__project=project)
     if round is not None:
         submissions = submissions.filter(round=round)
     if STATUS_FILTERS[status] is not None:
@@ -148,7 +153,7 @@ def review(*, user, project: Project, ids: list[int], decision: str, feedback: s
     """Approve or reject these submissions of ``project`` through the one review path. An id that is
     not a submission of the project refuses the whole request (404) before anything is sent."""
     wanted = set(ids)
-    assignments = list(submissions_for_user(user).filter(round__project=project, pk__in=wanted).order_by("pk"))
+    assignments = list(_submissions(user).filter(round__project=project, pk__in=wanted).order_by("pk"))
     missing = sorted(wanted - {assignment.pk for assignment in assignments})
     if missing:
         raise UnknownSubmissions(

@@ -1,13 +1,15 @@
 """The researcher cockpit under /projects/: one URL list per area module."""
-from .views import board, projects, results, review, rounds, workers
+from .views import board, projects, results, review, rounds, tokens, watch, workers
 
 app_name = "cockpit"
 
 urlpatterns = (
     projects.urlpatterns
+    + tokens.urlpatterns  # before board's <slug>/
     + board.urlpatterns
     + rounds.urlpatterns
     + review.urlpatterns
     + workers.urlpatterns
     + results.urlpatterns
+    + watch.urlpatterns
 )

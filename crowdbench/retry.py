@@ -16,6 +16,7 @@ import asyncio
 import email.utils
 import logging
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -37,6 +38,10 @@ class TransientError(Exception):
         super().__init__(message)
         self.retry_after = retry_after
         self.status = status
+
+    @property
+    def rate_limited(self) -> bool:
+        return self.status == 429
 
 
 def retry_after_seconds(headers) -> float | None:
@@ -64,6 +69,71 @@ def retry_after_seconds(headers) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
+
+
+def parse_duration(value: str | None) -> float | None:
+    """Seconds in a rate-limit reset value: Go-style durations as OpenAI sends them (``"6m0s"``,
+    ``"1.5s"``, ``"20ms"``, ``"1h2m"``) or a plain number of seconds; None when unreadable."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if not text:
+        return None
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        return None
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    return sum(float(number) * scale[unit] for number, unit in parts)
+
+
+@dataclass(frozen=True)
+class RateLimitHeaders:
+    """What a server said about its rate limits in one response (None where it did not say):
+    the per-minute limits, what remains of them now, and the seconds until they are whole again."""
+
+    limit_requests: float | None = None
+    remaining_requests: float | None = None
+    reset_requests: float | None = None
+    limit_tokens: float | None = None
+    remaining_tokens: float | None = None
+    reset_tokens: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return all(value is None for value in vars(self).values())
+
+
+def _number(headers, name: str) -> float | None:
+    value = headers.get(name)
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number >= 0 and number == number and number != float("inf") else None
+
+
+def rate_limit_headers(headers) -> RateLimitHeaders:
+    """OpenAI's ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` headers of a response
+    (any case-insensitive mapping); unreadable values count as absent."""
+    if not headers:
+        return RateLimitHeaders()
+    return RateLimitHeaders(
+        limit_requests=_number(headers, "x-ratelimit-limit-requests"),
+        remaining_requests=_number(headers, "x-ratelimit-remaining-requests"),
+        reset_requests=parse_duration(headers.get("x-ratelimit-reset-requests")),
+        limit_tokens=_number(headers, "x-ratelimit-limit-tokens"),
+        remaining_tokens=_number(headers, "x-ratelimit-remaining-tokens"),
+        reset_tokens=parse_duration(headers.get("x-ratelimit-reset-tokens")),
+    )
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -73,6 +74,10 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "knox",  # hashed API tokens of researchers
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # the API documentation UI's assets, served locally
     "datasets_app",
     "annotation",
     "providers",
@@ -157,6 +162,9 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", BASE_DIR / "media"))
+# Releases made from the cockpit; outside MEDIA_ROOT, which is served to anyone: release files are
+# downloaded through the cockpit, by project members only.
+RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT", BASE_DIR / "releases"))
 # Uploaded images larger than this are rejected before they reach Pillow.
 MAX_IMAGE_UPLOAD_BYTES = int(os.environ.get("MAX_IMAGE_UPLOAD_BYTES", str(10 * 1024 * 1024)))
 # Data files (predictions, review sets, families) uploaded from the project board.
@@ -184,6 +192,27 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Service errors map to HTTP in one place, not in each view.
     "EXCEPTION_HANDLER": "crowdbench.api_errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# The researcher API (crowdbench/api/, docs/api.md): tokens are stored as SHA-512 digests by knox.
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=int(os.environ.get("API_TOKEN_DAYS", "90"))),
+    "AUTH_HEADER_PREFIX": "Token",
+    "TOKEN_LIMIT_PER_USER": 20,
+}
+API_MAX_PAGE_SIZE = 200
+SPECTACULAR_SETTINGS = {
+    "TITLE": "crowdbench researcher API",
+    "DESCRIPTION": "Projects, data, crowd rounds, submissions, model outputs, evaluations and releases. See docs/api.md.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": r"/api/",
+    "PREPROCESSING_HOOKS": ["crowdbench.api.access.researcher_endpoints"],
 }
 
 # Celery: eager (in-process) unless a broker is configured.
@@ -271,6 +300,13 @@ RATE_LIMITS = {
         "per_address": os.environ.get("RATE_LIMIT_SUBMISSIONS_PER_ADDRESS", "600/m"),
         "per_worker": os.environ.get("RATE_LIMIT_SUBMISSIONS_PER_WORKER", "30/m"),
     },
+    "image_report": {
+        "label": "image reports",
+        "views": ["annotation-api:report-image", "providers-api:report-image"],
+        "methods": ["POST"],
+        "per_address": os.environ.get("RATE_LIMIT_IMAGE_REPORTS_PER_ADDRESS", "120/m"),
+        "per_worker": os.environ.get("RATE_LIMIT_IMAGE_REPORTS_PER_WORKER", "10/m"),
+    },
 }
 
 # --- LLM -------------------------------------------------------------------------------------------
@@ -282,6 +318,9 @@ LLM_MODEL = os.environ.get("LLM_MODEL", "")
 LLM_TIMEOUT = env_number("LLM_TIMEOUT", "120", float)  # seconds per HTTP attempt
 LLM_MAX_CONCURRENCY = env_number("LLM_MAX_CONCURRENCY", "8", int)
 LLM_MAX_RETRIES = env_number("LLM_MAX_RETRIES", "5", int)
+# Pace requests by the server's x-ratelimit-* headers and halve concurrency on 429 (llm/rate_limits.py);
+# 0 keeps LLM_MAX_CONCURRENCY requests in flight whatever the server says.
+LLM_ADAPTIVE_CONCURRENCY = env_bool("LLM_ADAPTIVE_CONCURRENCY", True)
 # Added to requests that set no max_tokens, so every call has a cost ceiling the budget can reserve.
 LLM_DEFAULT_MAX_TOKENS = env_number("LLM_DEFAULT_MAX_TOKENS", "1024", int)
 # Budget reservation for one input image, in tokens (high-detail images cost up to ~1.1k on GPT-4o).

@@ -100,3 +100,47 @@ class JudgedBattle(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_a} vs {self.model_b} on instance {self.instance_id}: {self.winner} ({self.judge_model})"
+
+
+class BattleOrigin(models.TextChoices):
+    """Where a human battle comes from; the two are never confused."""
+
+    COLLECTED = "collected", "Collected on the platform (pairwise rounds)"
+    IMPORTED = "imported", "Imported from a published pairwise-preference file"
+
+
+class ImportedPreference(models.Model):
+    """One published human pairwise judgment, imported from a file (VisIT-Bench's pairwise
+    preference CSV). It feeds the human ratings with origin ``imported``; it is not crowd work
+    done here (no worker, assignment, payment or wage).
+
+    Its identity is its content: the ``occurrence``-th identical judgment (same instance, sides
+    and winner) of the file, so re-importing a file adds nothing and a longer version of it adds
+    only the new judgments.
+    """
+
+    class Winner(models.TextChoices):
+        MODEL_A = "model_a", "model_a"
+        MODEL_B = "model_b", "model_b"
+
+    instance = models.ForeignKey("datasets_app.Instance", on_delete=models.CASCADE,
+                                 related_name="imported_preferences")
+    model_a = models.CharField(max_length=200)
+    model_b = models.CharField(max_length=200)
+    winner = models.CharField(max_length=10, choices=Winner.choices)
+    occurrence = models.PositiveIntegerField(help_text="1 for the first identical judgment in the file, 2 for the next…")
+    source_file = models.CharField(max_length=300, help_text="Name of the imported file.")
+    source_row = models.PositiveIntegerField(help_text="Data row in that file (1 = first row after the header).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "model_a", "model_b", "winner", "occurrence"],
+                                    name="one_imported_preference_per_occurrence"),
+            models.CheckConstraint(condition=~models.Q(model_a=models.F("model_b")),
+                                   name="imported_preference_two_sides"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model_a} vs {self.model_b} on instance {self.instance_id}: {self.winner} (imported)"

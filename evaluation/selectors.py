@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from crowdbench.errors import ServiceError
 from datasets_app.models import ReviewSet
 from datasets_app.review_generation import image_source
 from evaluation.rankers.base import SCORE_COLUMNS, ReviewItem
@@ -61,37 +62,129 @@ def review_scores(*, model: str | None = None, ranker_kind: str | None = None, i
     return frame
 
 
-def irr_rankings(*, round=None) -> pd.DataFrame:
-    """Crowd rankings from the ranking task (rejected work excluded), in the IRR core's long format."""
+class NoEvaluationData(ServiceError):
+    """Nothing to evaluate: no judgments where they were looked for."""
+
+    status_code = 404
+
+
+class EvaluationRequestError(ServiceError):
+    status_code = 400
+
+
+def irr_rankings(*, round=None, project=None) -> pd.DataFrame:
+    """Crowd rankings from the ranking task (rejected work excluded), in the IRR core's long format;
+    ``project`` keeps its rounds' rankings only."""
     from annotation.selectors import ranking_judgments
 
-    return ranking_judgments(round)[IRR_RANKING_COLUMNS].reset_index(drop=True)
+    return ranking_judgments(round, project=project)[IRR_RANKING_COLUMNS].reset_index(drop=True)
+
+
+def irr_inputs(*, round=None, project=None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """What ``irr.irr_report`` reads from the database: the crowd's rankings (with prompt ranks) and
+    the stored model scores of the ranked review sets (None when there are none). The rankings may be
+    empty; the callers say so in their own terms."""
+    from evaluation.core import irr
+
+    rankings = irr_rankings(round=round, project=project)
+    if rankings.empty:
+        return rankings, None
+    # Only scores of items that have rankings: the core treats any other item as an error.
+    scores = review_scores(item_ids=rankings[irr.ITEM].unique())
+    return rankings, (scores[[*irr.MODEL_ID_COLUMNS, irr.SCORE]] if not scores.empty else None)
+
+
+def irr_database_inputs(*, round=None, project=None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """``irr_inputs``, refusing a round that is not a ranking round and an empty selection."""
+    if round is not None and round.task_type != "ranking":
+        raise EvaluationRequestError(f"round {round.pk} is a {round.task_type} round, not a ranking round")
+    rankings, scores = irr_inputs(round=round, project=project)
+    if rankings.empty:
+        where = (f"round {round.pk}" if round is not None
+                 else f"project '{project.slug}'" if project is not None else "the database")
+        raise NoEvaluationData(f"{where} has no submitted rankings")
+    return rankings, scores
+
+
+def irr_database_report(*, round=None, project=None, threshold: float | None = None) -> dict:
+    """The IRR report of the stored rankings and model scores, as JSON-ready data
+    (``evaluation.core.irr.report_json``), as ``manage.py irr_report --from-db`` computes it."""
+    from evaluation.core import irr
+
+    threshold = irr.DEFAULT_THRESHOLD if threshold is None else threshold
+    if not -1.0 <= threshold <= 1.0:
+        raise EvaluationRequestError(f"the threshold must lie in [-1, 1], got {threshold}")
+    rankings, model_scores = irr_database_inputs(round=round, project=project)
+    try:
+        return irr.report_json(irr.irr_report(rankings, model_scores, threshold=threshold))
+    except irr.IRRInputError as error:
+        raise EvaluationRequestError(error.describe()) from None
 
 
 BATTLE_COLUMNS = ["model_a", "model_b", "winner", "category"]
 
 
-def human_battles(*, round_id: int | None = None) -> pd.DataFrame:
-    """Human pairwise judgments as battles (model_a, model_b, winner, category) in submission
-    order, the order online Elo replays; one judgment per row, ties impossible (forced choice)."""
+HUMAN_ORIGINS = ("collected", "imported")
+
+
+def human_battles(*, round_id: int | None = None, origin: str | None = None, project=None) -> pd.DataFrame:
+    """Human pairwise judgments as battles (model_a, model_b, winner, category); ties impossible
+    (forced choice). ``origin``: "collected" (judgments submitted in pairwise rounds, in submission
+    order, the order online Elo replays), "imported" (published judgments imported from a file,
+    in import order) or None for both, imported first. A round holds collected judgments only.
+    ``project`` keeps the battles on that project's instances."""
+    if origin is not None and origin not in HUMAN_ORIGINS:
+        raise ValueError(f"unknown origin {origin!r}; choose one of {', '.join(HUMAN_ORIGINS)}")
+    frames = []
+    if origin in (None, "imported") and round_id is None:
+        frames.append(imported_battles(project=project))
+    if origin in (None, "collected"):
+        frames.append(collected_battles(round_id=round_id, project=project))
+    frames = [frame for frame in frames if not frame.empty]
+    if not frames:
+        return pd.DataFrame(columns=BATTLE_COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def collected_battles(*, round_id: int | None = None, project=None, columns=BATTLE_COLUMNS) -> pd.DataFrame:
+    """Judgments submitted in pairwise rounds, in submission order (``columns`` of annotation's
+    ``pairwise_battles``)."""
     from annotation.models import CollectionRound
     from annotation.selectors import pairwise_battles
 
     round_ = CollectionRound.objects.get(pk=round_id) if round_id is not None else None
-    frame = pairwise_battles(round_)
+    frame = pairwise_battles(round_, project=project)
     if frame.empty:
-        return pd.DataFrame(columns=BATTLE_COLUMNS)
-    return frame.sort_values("submitted_at", kind="stable")[BATTLE_COLUMNS].reset_index(drop=True)
+        return pd.DataFrame(columns=columns)
+    return frame.sort_values("submitted_at", kind="stable")[list(columns)].reset_index(drop=True)
+
+
+IMPORTED_COLUMNS = [*BATTLE_COLUMNS, "instance_id"]
+
+
+def imported_battles(*, project=None, columns=BATTLE_COLUMNS) -> pd.DataFrame:
+    """Published human judgments imported from a file (``ImportedPreference``), in import order;
+    ``columns`` among ``IMPORTED_COLUMNS``."""
+    from .models import ImportedPreference
+
+    queryset = ImportedPreference.objects.select_related("instance__family").order_by("pk")
+    if project is not None:
+        queryset = queryset.filter(instance__family__project=project)
+    rows = [(p.model_a, p.model_b, p.winner, p.instance.family.name, p.instance_id) for p in queryset]
+    return pd.DataFrame(rows, columns=IMPORTED_COLUMNS)[list(columns)]
 
 
 def judged_battles(
-    *, judge_model: str | None = None, with_reference: bool | None = None, models=None
+    *, judge_model: str | None = None, with_reference: bool | None = None, models=None, project=None
 ) -> pd.DataFrame:
     """Battles judged by the LLM judge, in the order they were stored: (model_a, model_b, winner,
-    category), ties included. Filter by judge model, reference mode, or the models on both sides."""
+    category), ties included. Filter by judge model, reference mode, the models on both sides, or
+    the project of the judged instances."""
     from .models import JudgedBattle
 
     queryset = JudgedBattle.objects.select_related("instance__family").order_by("pk")
+    if project is not None:
+        queryset = queryset.filter(instance__family__project=project)
     if judge_model is not None:
         queryset = queryset.filter(judge_model=judge_model)
     if with_reference is not None:
@@ -105,13 +198,51 @@ def judged_battles(
 BATTLE_SOURCES = ("human", "judge")
 
 
-def battles(*, source: str = "human", round_id: int | None = None) -> pd.DataFrame:
+def battles(*, source: str = "human", round_id: int | None = None, origin: str | None = None,
+            project=None) -> pd.DataFrame:
     """Battles of one source (human judgments or the LLM judge's) for the ratings; the sources are
-    never mixed."""
+    never mixed. ``origin`` selects collected or imported human judgments (default: both);
+    ``project`` keeps one project's battles."""
     if source == "human":
-        return human_battles(round_id=round_id)
+        return human_battles(round_id=round_id, origin=origin, project=project)
     if source == "judge":
         if round_id is not None:
             raise ValueError("judged battles do not belong to a crowd round")
-        return judged_battles()
+        if origin is not None:
+            raise ValueError("judged battles have no origin; it selects human judgments")
+        return judged_battles(project=project)
     raise ValueError(f"unknown battle source {source!r}; choose one of {', '.join(BATTLE_SOURCES)}")
+
+
+def database_ratings(*, source: str = "human", round=None, project=None, method: str = "elo",
+                     bootstrap: int | None = None, seed: int = 0, anchor: tuple[str, float] | None = None,
+                     reference: str | None = None, origin: str | None = None):
+    """Ratings (``evaluation.core.ratings.RatingsResult``) of the stored battles of one source, as
+    ``manage.py ratings --from-db`` computes them; refuses what cannot be rated with a message."""
+    from evaluation.core.ratings import compute_ratings, encode_battles
+
+    if source not in BATTLE_SOURCES:
+        raise EvaluationRequestError(f"unknown battle source {source!r}; choose one of {', '.join(BATTLE_SOURCES)}")
+    if round is not None and source != "human":
+        raise EvaluationRequestError("a round selects crowd judgments: it goes with source human")
+    if round is not None and round.task_type != "pairwise":
+        raise EvaluationRequestError(f"round {round.pk} is a {round.task_type} round, not a pairwise round")
+    if bootstrap is not None and bootstrap < 1:
+        raise EvaluationRequestError("bootstrap must be at least 1")
+    if origin is not None and source != "human":
+        raise EvaluationRequestError("origin selects human judgments: it goes with source human")
+    if origin is not None and origin not in HUMAN_ORIGINS:
+        raise EvaluationRequestError(f"unknown origin {origin!r}; choose one of {', '.join(HUMAN_ORIGINS)}")
+    frame = battles(source=source, round_id=round.pk if round is not None else None, origin=origin,
+                    project=project)
+    where = (f"round {round.pk}" if round is not None
+             else f"project '{project.slug}'" if project is not None else "the database")
+    if frame.empty:
+        kind = "pairwise judgments" if source == "human" else "battles judged by the LLM judge"
+        raise NoEvaluationData(f"no {kind} in {where}")
+    encoded = encode_battles(frame)
+    for name, model in (("anchor", anchor[0] if anchor else None), ("reference", reference)):
+        if model is not None and model not in encoded.models:
+            raise EvaluationRequestError(f"{name}: model {model!r} does not appear in {where}")
+    return compute_ratings(encoded, method=method, bootstrap=bootstrap, seed=seed, anchor=anchor,
+                           reference=reference)

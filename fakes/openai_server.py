@@ -21,6 +21,12 @@ counts), ``POST /_fake/reset`` (forget requests and scripted faults), ``POST /_f
 (body ``{"count": 2, "status": 429, "retry_after": 1}``) and ``POST /_fake/malform``
 (body ``{"count": 1, "kind": "invalid_json"}``).
 
+Rate limits (``--rpm``, ``--tpm``, or ``rate_limits=RateLimits(...)``) are enforced like OpenAI's:
+per-minute limits refilled continuously, with a burst of ``burst_seconds`` worth of each; a request
+is charged 1 request and its prompt tokens plus ``max_tokens`` on arrival. Every completion answer
+carries ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}``; a request over a limit gets 429
+with ``Retry-After`` and ``retry-after-ms`` (the time until it would fit) and nothing else happens.
+
 Token counts are made up but consistent: a token is a word or a punctuation mark with its leading
 whitespace, an image is 85 tokens. Log-probabilities are deterministic in (previous token, token).
 
@@ -217,6 +223,98 @@ def judge_responder(endpoint: str, body: dict) -> str:
 RESPONDERS = {"echo": echo_responder, "judge": judge_responder}
 
 
+def _go_duration(seconds: float) -> str:
+    """Seconds as OpenAI writes its reset headers: ``"120ms"``, ``"1.5s"``, ``"6m0s"``."""
+    if seconds < 1:
+        return f"{max(0, round(seconds * 1000))}ms"
+    minutes, rest = divmod(seconds, 60)
+    rest_text = f"{rest:.3f}".rstrip("0").rstrip(".") + "s"
+    return f"{int(minutes)}m{rest_text}" if minutes else rest_text
+
+
+class _Bucket:
+    def __init__(self, per_minute: float, burst_seconds: float, now: float) -> None:
+        self.per_minute = per_minute
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate * burst_seconds)
+        self.level = self.capacity
+        self.updated = now
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.updated) * self.rate)
+        self.updated = now
+
+    def wait_for(self, amount: float) -> float:
+        return max(0.0, (amount - self.level) / self.rate)
+
+
+class RateLimits:
+    """Requests and tokens per minute as token buckets (thread-safe); ``clock`` for tests."""
+
+    def __init__(self, *, rpm: float | None = None, tpm: float | None = None, burst_seconds: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if (rpm is not None and rpm <= 0) or (tpm is not None and tpm <= 0) or burst_seconds <= 0:
+            raise ValueError("rate limits and the burst must be positive")
+        self.clock = clock
+        now = clock()
+        self.requests = _Bucket(rpm, burst_seconds, now) if rpm else None
+        self.tokens = _Bucket(tpm, burst_seconds, now) if tpm else None
+        self._lock = threading.Lock()
+        self.accepted = 0
+        self.refused = 0
+        self.charged_tokens = 0
+
+    def charge(self, tokens: int) -> tuple[bool, dict[str, str]]:
+        """Take one request and ``tokens`` when both fit: (accepted, headers to send)."""
+        with self._lock:
+            now = self.clock()
+            buckets = [(b, amount) for b, amount in ((self.requests, 1), (self.tokens, tokens)) if b is not None]
+            for bucket, _ in buckets:
+                bucket.refill(now)
+            wait = max((bucket.wait_for(amount) for bucket, amount in buckets), default=0.0)
+            accepted = wait == 0
+            if accepted:
+                for bucket, amount in buckets:
+                    bucket.level -= amount
+                self.accepted += 1
+                self.charged_tokens += tokens
+            else:
+                self.refused += 1
+            headers = {}
+            for name, bucket in (("requests", self.requests), ("tokens", self.tokens)):
+                if bucket is None:
+                    continue
+                headers[f"x-ratelimit-limit-{name}"] = str(int(bucket.per_minute))
+                headers[f"x-ratelimit-remaining-{name}"] = str(max(0, int(bucket.level)))
+                headers[f"x-ratelimit-reset-{name}"] = _go_duration((bucket.capacity - bucket.level) / bucket.rate)
+            if not accepted:
+                headers["retry-after-ms"] = str(max(1, round(wait * 1000)))
+                headers["Retry-After"] = str(max(1, int(wait + 0.999)))
+            return accepted, headers
+
+    def stats(self) -> dict:
+        with self._lock:
+            return {"accepted": self.accepted, "rate_limited": self.refused, "charged_tokens": self.charged_tokens}
+
+
+def charged_tokens(endpoint: str, body: dict) -> int:
+    """What a request counts against the tokens limit: its prompt tokens plus ``max_tokens`` per choice."""
+    if endpoint == "chat":
+        messages = body.get("messages") or []
+        prompt = sum(len(tokenize(message_text(m.get("content")))) for m in messages if isinstance(m, dict))
+        prompt += IMAGE_TOKENS * count_images(messages)
+    else:
+        prompts = body.get("prompt")
+        prompts = prompts if isinstance(prompts, list) else [prompts]
+        prompt = sum(len(tokenize(p)) for p in prompts if isinstance(p, str))
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    try:
+        completion = int(limit) * int(body.get("n") or 1) if limit is not None else 16
+    except (TypeError, ValueError):
+        completion = 16
+    return prompt + completion
+
+
 class FakeOpenAIServer:
     def __init__(
         self,
@@ -228,8 +326,10 @@ class FakeOpenAIServer:
         models: tuple[str, ...] = ("fake-model",),
         api_key: str | None = None,
         verbose: bool = False,
+        rate_limits: RateLimits | None = None,
     ) -> None:
         self.latency = latency
+        self.rate_limits = rate_limits
         self.responder: Responder = responder or echo_responder
         self.models = models
         self.api_key = api_key  # when set, requests without "Bearer <api_key>" get 401
@@ -334,6 +434,7 @@ class FakeOpenAIServer:
             "by_path": by_path,
             "peak_in_flight": self.peak_in_flight,
             "scripted_faults_left": len(self._script),
+            "rate_limits": self.rate_limits.stats() if self.rate_limits is not None else None,
         }
 
     # ---- responses ---------------------------------------------------------------------------
@@ -579,6 +680,15 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 server._leave()
 
         def _complete(self, endpoint: str, body: object) -> None:
+            limit_headers = {}
+            if server.rate_limits is not None and isinstance(body, dict):
+                if not self._authorized():
+                    return
+                accepted, limit_headers = server.rate_limits.charge(charged_tokens(endpoint, body))
+                if not accepted:  # refused on arrival, as a real rate limiter does
+                    self._send_json(429, _error_body("Rate limit reached (requests or tokens per minute).",
+                                                     "requests", "rate_limit_exceeded"), headers=limit_headers)
+                    return
             if server.latency:
                 time.sleep(server.latency)
             if not self._authorized():
@@ -599,7 +709,7 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             except Exception as exc:  # noqa: BLE001 - a broken responder is a server error
                 self._send_json(500, _error_body(f"responder failed: {exc}", "server_error"))
                 return
-            self._send_json(200, answer)
+            self._send_json(200, answer, headers=limit_headers)
 
         @staticmethod
         def _invalid(endpoint: str, body: object) -> tuple[str, str] | None:
@@ -694,6 +804,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", action="append", dest="models", help="model name listed by /v1/models")
     parser.add_argument("--api-key", help="require this bearer key (default: accept any request)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument("--rpm", type=float, help="enforce this many requests per minute (429 beyond it)")
+    parser.add_argument("--tpm", type=float, help="enforce this many tokens per minute (prompt + max_tokens)")
+    parser.add_argument("--burst-seconds", type=float, default=1.0,
+                        help="how many seconds of each limit may be used at once (default 1)")
     parser.add_argument("--responder", choices=sorted(RESPONDERS), default="echo",
                         help="echo the prompt (default), or act as a pairwise judge (prefers the longer response)")
     args = parser.parse_args(argv)
@@ -705,6 +819,8 @@ def main(argv: list[str] | None = None) -> None:
         api_key=args.api_key,
         verbose=args.verbose,
         responder=RESPONDERS[args.responder],
+        rate_limits=RateLimits(rpm=args.rpm, tpm=args.tpm, burst_seconds=args.burst_seconds)
+        if args.rpm or args.tpm else None,
     )
     print(f"Fake OpenAI-compatible server on {server.base_url} (latency {args.latency}s)", flush=True)
     print(f"  export OPENAI_BASE_URL={server.base_url} LLM_MODEL={server.models[0]}", flush=True)

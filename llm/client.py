@@ -2,7 +2,8 @@
 
 Every request goes through ``LLMClient``: the response cache is checked first, then the run's
 budget reserves the request's worst-case cost, then the ``openai`` SDK sends it with bounded
-concurrency and the one retry policy (``crowdbench.retry``), and the outcome is stored as an ``LLMCall``.
+concurrency, paced by the server's rate-limit headers and adapted to its 429s (``llm.rate_limits``),
+and the one retry policy (``crowdbench.retry``), and the outcome is stored as an ``LLMCall``.
 
     from llm.client import chat_request, run_batch, complete
 
@@ -30,7 +31,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone as django_timezone
 
-from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
+from crowdbench.retry import RetryPolicy, TransientError, rate_limit_headers, retry_after_seconds
 
 from .calls import (
     COMPLETION_LIMIT_PARAMS,
@@ -50,6 +51,7 @@ from .calls import (
 from .config import LLMConfig, LLMNotConfigured, ModelPrice
 from .images import ImageSource, image_url, vision_message
 from .models import LLMCall, LLMRun
+from .rate_limits import RateController, RateGate
 from .selectors import successful_calls_by_hash
 
 __all__ = [
@@ -114,6 +116,8 @@ class _Call:
     request_hash: str
     price: ModelPrice | None
     max_cost: Decimal | None
+    prompt_estimate: int = 0  # upper bound on prompt tokens (llm.calls.max_prompt_tokens)
+    completion_limit: int = 0  # max_tokens x choices
 
 
 @dataclass
@@ -341,7 +345,11 @@ class LLMClient:
 
     def __init__(self, config: LLMConfig | None = None, **overrides) -> None:
         self.config = config if config is not None else LLMConfig.from_settings(**overrides)
-        self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._gates: dict[asyncio.AbstractEventLoop, RateGate] = {}
+        # One per client: what the server's limits are outlives a batch.
+        self.rate_controller = RateController(
+            max_concurrency=self.config.max_concurrency, adaptive=self.config.adaptive_concurrency
+        )
         self._not_before = 0.0  # monotonic time before which no attempt starts (server asked to wait)
         self.retry_policy = RetryPolicy(
             attempts=self.config.max_retries + 1, base=self.config.backoff_base,
@@ -440,12 +448,11 @@ class LLMClient:
             # A ceiling on output is what makes the worst-case cost (and so the budget) finite.
             body["max_tokens"] = self.config.default_max_tokens
         price = self.config.prices.get(model)
-        max_cost = None
-        if price is not None:
-            max_cost = price.cost(
-                max_prompt_tokens(body, self.config.image_tokens_estimate), max_completion_tokens(body)
-            )
-        return _Call(request, model, body, request_hash(request.endpoint, body), price, max_cost)
+        prompt_estimate = max_prompt_tokens(body, self.config.image_tokens_estimate)
+        completion_limit = max_completion_tokens(body)
+        max_cost = price.cost(prompt_estimate, completion_limit) if price is not None else None
+        return _Call(request, model, body, request_hash(request.endpoint, body), price, max_cost,
+                     prompt_estimate, completion_limit)
 
     @staticmethod
     def _current_cap(run: LLMRun) -> Decimal | None:
@@ -518,14 +525,14 @@ class LLMClient:
             timeout=config.timeout,
             max_retries=0,  # crowdbench.retry retries, with Retry-After and a shared pause
         )
-        semaphore = self._semaphore()
+        gate = self._gate()
         drain = asyncio.create_task(recorder.drain())
 
         async def worker() -> None:
             while queue:
                 _, indexes = queue.pop()
                 results[indexes[0]] = await self._process(
-                    calls[indexes[0]], len(indexes), sdk, semaphore, recorder, budget, stats
+                    calls[indexes[0]], len(indexes), sdk, gate, recorder, budget, stats
                 )
 
         workers = [asyncio.create_task(worker()) for _ in range(min(len(queue), config.max_concurrency))]
@@ -554,17 +561,17 @@ class LLMClient:
             await recorder.queue.put(None)
         await drain
 
-    def _semaphore(self) -> asyncio.Semaphore:
+    def _gate(self) -> RateGate:
         # One per event loop: every batch this client runs on a loop shares the concurrency bound.
         loop = asyncio.get_running_loop()
-        for known in [known for known in self._semaphores if known.is_closed()]:
-            del self._semaphores[known]
-        if loop not in self._semaphores:
-            self._semaphores[loop] = asyncio.Semaphore(self.config.max_concurrency)
-        return self._semaphores[loop]
+        for known in [known for known in self._gates if known.is_closed()]:
+            del self._gates[known]
+        if loop not in self._gates:
+            self._gates[loop] = RateGate(self.rate_controller)
+        return self._gates[loop]
 
     async def _process(
-        self, call: _Call, copies: int, sdk, semaphore, recorder: _Recorder, budget: _Budget, stats
+        self, call: _Call, copies: int, sdk, gate: RateGate, recorder: _Recorder, budget: _Budget, stats
     ) -> LLMResult:
         reserved = call.max_cost or Decimal(0)
         if not await budget.reserve(reserved):
@@ -574,14 +581,14 @@ class LLMClient:
             )
             recorder.record(_Outcome(call, result, store=False, copies=copies))  # reported, not stored
             return result
-        async with semaphore:
+        async with gate.slot():
             stats.sent += 1
-            result = await self._send_with_retries(call, sdk, stats)
+            result = await self._send_with_retries(call, sdk, gate, stats)
         # The recorder fills in call_id once the row is written; the batch waits for that at its end.
         recorder.record(_Outcome(call, result, reserved=reserved, copies=copies))
         return result
 
-    async def _send_with_retries(self, call: _Call, sdk, stats: BatchStats) -> LLMResult:
+    async def _send_with_retries(self, call: _Call, sdk, gate: RateGate, stats: BatchStats) -> LLMResult:
         # The SDK's generic post(): its base URL, auth, headers and error types, but the body goes
         # out exactly as hashed (no per-field transformation, which costs CPU at high rates).
         path = ENDPOINT_PATHS[call.request.endpoint]
@@ -599,6 +606,7 @@ class LLMClient:
                     wait = self._not_before - time.monotonic()
                     if wait > 0:
                         await asyncio.sleep(wait)
+                    await gate.wait_turn(prompt_estimate=call.prompt_estimate, completion_tokens=call.completion_limit)
                     stats.http_attempts += 1
                     attempt_started = time.perf_counter()
                     response = await self._post(sdk, path, call.body, options)
@@ -606,19 +614,26 @@ class LLMClient:
             return self._failure(call, attempt_number, attempt_started, failure.message, failure.status)
         except TransientError as exc:  # the attempts are used up
             return self._failure(call, attempt_number, attempt_started, exc.args[0], exc.status)
-        return self._parse(call, response, attempt_number, time.perf_counter() - attempt_started)
+        result = self._parse(call, response, attempt_number, time.perf_counter() - attempt_started)
+        self.rate_controller.on_success(rate_limit_headers(response.headers), prompt_estimate=call.prompt_estimate,
+                                        prompt_tokens=result.prompt_tokens)
+        return result
 
-    @staticmethod
-    async def _post(sdk, path: str, body: dict, options: dict):
-        """One HTTP attempt; failures are classified for the retry policy."""
+    async def _post(self, sdk, path: str, body: dict, options: dict):
+        """One HTTP attempt; failures are classified for the retry policy, 429s told to the rate
+        controller."""
         try:
             return await sdk.post(path, cast_to=httpx.Response, body=body, options=options)
         except openai.APIStatusError as exc:
             status = exc.status_code
+            if status == 429:
+                self.rate_controller.on_rate_limited(rate_limit_headers(exc.response.headers))
             if status in RETRYABLE_STATUSES or status >= 500:
-                raise TransientError(
-                    _error_message(exc), status=status, retry_after=retry_after_seconds(exc.response.headers)
-                ) from None
+                retry_after = retry_after_seconds(exc.response.headers)
+                if retry_after is not None:  # at once: requests starting meanwhile wait too
+                    pause = min(retry_after, self.config.retry_after_max)
+                    self._not_before = max(self._not_before, time.monotonic() + pause)
+                raise TransientError(_error_message(exc), status=status, retry_after=retry_after) from None
             raise _FinalStatus(_error_message(exc), status) from None
         except openai.APIConnectionError as exc:  # also timeouts
             raise TransientError(f"{type(exc).__name__}: {exc}") from None

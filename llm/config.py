@@ -44,6 +44,7 @@ class LLMConfig:
     timeout: float = 120.0
     max_concurrency: int = 8
     max_retries: int = 5
+    adaptive_concurrency: bool = True  # llm.rate_limits: pace by the rate-limit headers, AIMD on 429
     default_max_tokens: int = 1024
     image_tokens_estimate: int = 1500
     prices: dict[str, ModelPrice] = field(default_factory=dict)
@@ -61,6 +62,7 @@ class LLMConfig:
             timeout=float(getattr(settings, "LLM_TIMEOUT", 120.0)),
             max_concurrency=int(getattr(settings, "LLM_MAX_CONCURRENCY", 8)),
             max_retries=int(getattr(settings, "LLM_MAX_RETRIES", 5)),
+            adaptive_concurrency=bool(getattr(settings, "LLM_ADAPTIVE_CONCURRENCY", True)),
             default_max_tokens=int(getattr(settings, "LLM_DEFAULT_MAX_TOKENS", 1024)),
             image_tokens_estimate=int(getattr(settings, "LLM_IMAGE_TOKENS_ESTIMATE", 1500)),
             prices=parse_prices(getattr(settings, "LLM_PRICES", {})),

@@ -171,6 +171,15 @@ def requirements_from(options: dict, *, environment: str) -> list[dict]:
     return requirements
 
 
+class MTurkRefused(ProviderRefused):
+    """MTurk answered no; ``turk_code`` and ``detail`` say why."""
+
+    def __init__(self, operation: str, error: ClientError):
+        self.turk_code = error.response.get("TurkErrorCode") or error.response.get("Error", {}).get("Code", "")
+        self.detail = error.response.get("Error", {}).get("Message", str(error))
+        super().__init__(f"MTurk {operation}: {self.detail}")
+
+
 class MTurkProvider(CrowdProvider):
     name = "mturk"
     label = "Amazon Mechanical Turk"
@@ -219,7 +228,9 @@ class MTurkProvider(CrowdProvider):
                     headers = error.response.get("ResponseMetadata", {}).get("HTTPHeaders")
                     raise TransientError(code or f"HTTP {status}", status=status,
                                          retry_after=retry_after_seconds(headers)) from None
-                raise
+                # Any other refusal is the provider's "no" (e.g. a reward below MTurk's minimum):
+                # a ProviderRefused with MTurk's message, never a raw botocore error.
+                raise MTurkRefused(operation, error) from None
             except BotoCoreError as error:
                 raise TransientError(f"{type(error).__name__}: {error}") from None
 
@@ -230,12 +241,12 @@ class MTurkProvider(CrowdProvider):
             raise ProviderError(f"MTurk {operation}: {error}, still failing after retries") from None
 
     @staticmethod
-    def _turk_code(error: ClientError) -> str:
-        return error.response.get("TurkErrorCode") or error.response.get("Error", {}).get("Code", "")
+    def _turk_code(error: MTurkRefused) -> str:
+        return error.turk_code
 
     @staticmethod
-    def _message(error: ClientError) -> str:
-        return error.response.get("Error", {}).get("Message", str(error))
+    def _message(error: MTurkRefused) -> str:
+        return error.detail
 
     def _pages(self, operation: str, key: str, **params):
         token = None
@@ -288,7 +299,7 @@ class MTurkProvider(CrowdProvider):
                     RequesterAnnotation=token, UniqueRequestToken=token,
                 )["HIT"]
                 result.tasks_created += 1
-            except ClientError as error:
+            except MTurkRefused as error:
                 if self._turk_code(error) != HIT_ALREADY_EXISTS:
                     raise ProviderRefused(f"MTurk refused a HIT for item {item.pk}: {self._message(error)}") from None
                 # Created by an earlier attempt whose answer was lost: find it by its token.
@@ -328,7 +339,7 @@ class MTurkProvider(CrowdProvider):
         settles it. Known under another HIT or worker: forged."""
         try:
             remote = self._call("get_assignment", AssignmentId=assignment.provider_assignment_id).get("Assignment")
-        except ClientError as error:
+        except MTurkRefused as error:
             if self._turk_code(error) == ASSIGNMENT_DOES_NOT_EXIST:
                 return None
             raise ProviderRefused(f"MTurk GetAssignment: {self._message(error)}") from None
@@ -350,7 +361,7 @@ class MTurkProvider(CrowdProvider):
     def _review(self, *, operation: str, wanted: str, assignment, **params) -> None:
         try:
             self._call(operation, AssignmentId=assignment.provider_assignment_id, **params)
-        except ClientError as error:
+        except MTurkRefused as error:
             # Already in the wanted state (an earlier attempt, or auto-approval): done.
             if NOT_IN_STATE in self._message(error) and self.remote_status(assignment=assignment) == wanted:
                 return
@@ -375,7 +386,7 @@ class MTurkProvider(CrowdProvider):
                 AssignmentId=payment.assignment.provider_assignment_id, Reason=payment.reason[:1024],
                 UniqueRequestToken=payment.token,
             )
-        except ClientError as error:
+        except MTurkRefused as error:
             if "idempotency token" in self._message(error) and "already been processed" in self._message(error):
                 return  # an earlier attempt paid it
             raise ProviderRefused(f"MTurk SendBonus: {self._message(error)}") from None
@@ -417,7 +428,7 @@ class MTurkProvider(CrowdProvider):
         for hit in publication.hits.all():
             try:
                 self._call("delete_hit", HITId=hit.hit_id)
-            except ClientError:
+            except MTurkRefused:
                 kept.append(hit.hit_id)
         return kept
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-from botocore.exceptions import ClientError
 
 from providers.base import ProviderRefused
+
+from .provider import MTurkRefused
 
 QUESTION_FORM_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2017-11-06/QuestionForm.xsd"
 ANSWER_KEY_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2005-10-01/AnswerKey.xsd"
@@ -86,6 +87,6 @@ def create_qualification_test(*, provider, round, name: str, description: str, d
         params["RetryDelayInSeconds"] = retry_delay_seconds
     try:
         response = provider._call("create_qualification_type", **params)
-    except ClientError as error:
+    except MTurkRefused as error:
         raise ProviderRefused(f"MTurk CreateQualificationType: {provider._message(error)}") from None
     return response["QualificationType"]["QualificationTypeId"]

@@ -10,7 +10,7 @@ from annotation import services as crowd
 from annotation.models import CollectionRound
 from providers import services
 from providers.base import Rehearsal, money
-from providers.dry_run import save_simulated_answers, simulated_answer, task_seconds
+from providers.dry_run import accept_study_information, save_simulated_answers, simulated_answer, task_seconds
 
 from .fake_server import FakeMTurkServer, RehearsalError
 from .models import HIT
@@ -26,6 +26,7 @@ def simulate_mturk_worker(*, fake, round: CollectionRound, worker_id: str, rng: 
     """
     done = 0
     worker = services.get_or_create_provider_worker(provider="mturk", external_id=worker_id)
+    accept_study_information(round=round, worker=worker)
     for hit in HIT.objects.filter(publication__round=round).select_related("item").order_by("item__position"):
         try:
             assignment_id = fake.accept_assignment(hit.hit_id, worker_id)

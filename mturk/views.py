@@ -6,13 +6,14 @@ import re
 
 from django.shortcuts import get_object_or_404, render
 from django.utils import translation
+from django.views.decorators.csrf import csrf_exempt
 from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_exempt
 
 from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound
 from providers import services
-from providers.views import refuse, render_task_page
+from providers.views import consent_gate, refuse, render_task_page
 
 from .models import HIT
 from .provider import MTurkProvider, encode_answers, submit_hosts
@@ -23,6 +24,7 @@ MTURK_ID = re.compile(r"^[A-Z0-9]{1,64}$")
 
 
 @xframe_options_exempt  # MTurk shows this page in an iframe on its own site
+@csrf_exempt  # the study-information answer is checked by its signed token instead
 def task(request, round_id: int):
     round = get_object_or_404(CollectionRound, pk=round_id)
     hit = get_object_or_404(HIT.objects.select_related("item"), hit_id=request.GET.get("hitId", ""),
@@ -47,6 +49,9 @@ def task(request, round_id: int):
         if not MTURK_ID.match(assignment_id) or not MTURK_ID.match(worker_id) or submit_to not in submit_hosts():
             return refuse(request, _("This task link is incomplete; open it from Mechanical Turk."), 400)
         worker = services.get_or_create_provider_worker(provider=MTurkProvider.name, external_id=worker_id)
+        gate = consent_gate(request, round=round, worker=worker)
+        if gate is not None:
+            return gate
         try:
             assignment = services.request_provider_assignment(
                 round=round, worker=worker, item=hit.item, provider_assignment_id=assignment_id,

@@ -34,3 +34,9 @@ class ReleaseExists(ReleaseError):
     """A release with this name and version exists; releases never change once made."""
 
     status_code = 409
+
+
+class ReleaseFileNotFound(ReleaseError):
+    """No such file in this release."""
+
+    status_code = 404

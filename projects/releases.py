@@ -38,7 +38,7 @@ from evaluation.core import irr
 from evaluation.core.pairwise_agreement import majority_vote
 from evaluation.selectors import IRR_RANKING_COLUMNS
 
-from .errors import ReleaseError, ReleaseExists
+from .errors import ReleaseError, ReleaseExists, ReleaseFileNotFound
 from .models import RELEASE_NAME_VALIDATOR, VERSION_VALIDATOR, Project, Release
 from .release_files import (
     DEFAULT_BATCH_ROWS,
@@ -55,6 +55,15 @@ DB_CHUNK_ROWS = 500
 CSV_FILES = {SINGLE_IMAGE: "visitbench/single_image.csv", MULTI_IMAGE: "visitbench/multi_image.csv"}
 
 
+def check_name_and_version(*, name: str, version: str) -> None:
+    """Refuse a malformed release name or version (they become folder names)."""
+    for value, validator, label in ((name, RELEASE_NAME_VALIDATOR, "name"), (version, VERSION_VALIDATOR, "version")):
+        try:
+            validator(value)
+        except ValidationError as error:
+            raise ReleaseError(f"Release {label} {value[:80]!r}: {' '.join(error.messages)}") from None
+
+
 def make_release(
     *,
     project: Project,
@@ -67,13 +76,11 @@ def make_release(
     batch_rows: int = DEFAULT_BATCH_ROWS,
 ) -> Release:
     """Write a new release of ``project`` into ``out_dir`` (which must not exist) and record it."""
-    for value, validator, label in ((name, RELEASE_NAME_VALIDATOR, "name"), (version, VERSION_VALIDATOR, "version")):
-        try:
-            validator(value)
-        except ValidationError as error:
-            raise ReleaseError(f"Release {label} {value[:80]!r}: {' '.join(error.messages)}") from None
+    check_name_and_version(name=name, version=version)
     if not -1.0 <= threshold <= 1.0:
         raise ReleaseError(f"The IRR agreement threshold must lie in [-1, 1], got {threshold}.")
+    if Release.objects.filter(project=project, name=name, version=version).exists():
+        raise ReleaseExists(f"Release {name} {version} of '{project.slug}' exists; releases never change.")
     out = Path(out_dir)
     if out.exists() or out.is_symlink():
         raise ReleaseError(f"{out} exists; a release is written to a new folder and never overwrites one.")
@@ -103,6 +110,28 @@ def make_release(
             project=project, name=name, version=version, directory=str(out.resolve()),
             files=files, counts=counts, created_by=created_by, created_at=created_at,
         )
+
+
+def release_folder(*, project: Project, name: str, version: str) -> Path:
+    """Where the cockpit writes a release: ``RELEASES_ROOT/<project>/<name>-<version>`` (the folder of
+    the project is created). Name and version are checked first, so the path stays inside the root."""
+    check_name_and_version(name=name, version=version)
+    parent = Path(settings.RELEASES_ROOT) / project.slug
+    parent.mkdir(parents=True, exist_ok=True)
+    return parent / f"{name}-{version}"
+
+
+def release_file(*, release: Release, relative: str) -> Path:
+    """The file of a release named ``relative`` (a file the release recorded, or ``SHA256SUMS``);
+    any other name, or a file gone from disk, is "not found". Only recorded names are looked up, so no
+    path outside the release's folder can be reached."""
+    if relative != "SHA256SUMS" and relative not in release.files:
+        raise ReleaseFileNotFound(f"Release {release.name} {release.version} has no file {relative[:200]!r}.")
+    directory = Path(release.directory).resolve()
+    path = (directory / relative).resolve()
+    if not path.is_relative_to(directory) or not path.is_file():
+        raise ReleaseFileNotFound(f"The file {relative[:200]!r} of release {release.name} {release.version} is missing.")
+    return path
 
 
 def _make_read_only(directory: Path) -> None:

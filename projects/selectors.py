@@ -5,10 +5,10 @@ members of none, see nothing. Every researcher-facing read goes through ``projec
 """
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from annotation.models import Assignment, CollectionRound
-from datasets_app.models import Instance, InstructionFamily, ModelOutput, ReviewSet
+from annotation.models import Assignment, CollectionRound, WorkItem
+from datasets_app.models import Image, Instance, InstructionFamily, ModelOutput, ReviewSet
 
 from .errors import ProjectNotFound
 from .models import Membership, Project, Release
@@ -66,9 +66,25 @@ def rounds_for_user(user):
     return CollectionRound.objects.filter(project__in=projects_for_user(user))
 
 
-def submissions_for_user(user):
-    """Submitted assignments of the rounds of the user's projects (the review queue's rows)."""
-    return Assignment.objects.submitted().filter(round__project__in=projects_for_user(user))
+def images_of_projects(projects) -> QuerySet[Image]:
+    """Images shown by an instance, a family's seed example or a review set of ``projects``."""
+    return Image.objects.filter(
+        Q(pk__in=Instance.images.through.objects.filter(instance__family__project__in=projects).values("image"))
+        | Q(pk__in=InstructionFamily.seed_images.through.objects.filter(family__project__in=projects).values("image"))
+        | Q(pk__in=ReviewSet.objects.filter(project__in=projects).values("image"))
+    )
+
+
+def images_for_user(user) -> QuerySet[Image]:
+    return images_of_projects(projects_for_user(user))
+
+
+def work_items_for_user(user) -> QuerySet[WorkItem]:
+    return WorkItem.objects.filter(round__project__in=projects_for_user(user))
+
+
+def assignments_for_user(user) -> QuerySet[Assignment]:
+    return Assignment.objects.filter(round__project__in=projects_for_user(user))
 
 
 def releases_for_user(user) -> QuerySet[Release]:
@@ -76,7 +92,8 @@ def releases_for_user(user) -> QuerySet[Release]:
 
 
 def project_of(obj) -> Project | None:
-    """The project that owns a family, instance, model output, review set, round or release."""
+    """The project that owns a family, instance, model output, review set, round, work item,
+    assignment or release."""
     if isinstance(obj, Project):
         return obj
     if isinstance(obj, (InstructionFamily, ReviewSet, CollectionRound, Release)):
@@ -85,4 +102,6 @@ def project_of(obj) -> Project | None:
         return obj.family.project
     if isinstance(obj, ModelOutput):
         return obj.instance.family.project
+    if isinstance(obj, (WorkItem, Assignment)):
+        return obj.round.project
     raise TypeError(f"{type(obj).__name__} has no project")

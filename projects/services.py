@@ -8,6 +8,16 @@ from .errors import ProjectConflict, ProjectError
 from .models import Membership, Project
 
 
+# Slugs that name fixed pages beside the projects' own under /projects/ (the cockpit's list, new
+# project, API tokens, ...): a project with one of these slugs could not be reached.
+RESERVED_SLUGS = frozenset({"new", "api-tokens", "tokens", "api", "settings", "admin", "static", "media"})
+
+
+def check_slug_free_of_pages(slug: str) -> None:
+    if slug in RESERVED_SLUGS:
+        raise ProjectError(f"slug: '{slug}' is reserved for a page of the cockpit; choose another.")
+
+
 def _validation_message(error: ValidationError) -> str:
     if hasattr(error, "message_dict"):
         return "; ".join(f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items())
@@ -23,6 +33,7 @@ def create_project(*, name: str, slug: str, owner, description: str = "") -> Pro
         project.full_clean(validate_unique=False)
     except ValidationError as error:
         raise ProjectError(_validation_message(error)) from None
+    check_slug_free_of_pages(slug)
     if Project.objects.filter(slug=slug).exists():
         raise ProjectConflict(f"A project with slug '{slug}' exists.")
     try:

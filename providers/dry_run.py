@@ -17,6 +17,7 @@ from decimal import Decimal
 
 from django.db import transaction
 
+from annotation import consent
 from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound
 
@@ -36,6 +37,12 @@ def simulated_answer(*, assignment: Assignment, rng: random.Random, accuracy: fl
 
 def task_seconds(*, rng: random.Random, median_seconds: float, time_limit: int) -> float:
     return min(median_seconds * math.exp(rng.gauss(0, TIME_SPREAD)), time_limit - 1)
+
+
+def accept_study_information(*, round: CollectionRound, worker) -> None:
+    """A simulated worker reads the round's study information (if any) and agrees, as on the consent page."""
+    if not consent.has_accepted(round=round, worker=worker):
+        consent.record_decision(round=round, worker=worker, accepted=True)
 
 
 def save_simulated_answers(*, assignment: Assignment, rng, accuracy: float, started: datetime,

@@ -13,6 +13,10 @@ urlpatterns = [
 ]
 
 api_patterns = (
-    [path("assignments/<int:assignment_id>/submit/", views.ProviderSubmitView.as_view(), name="submit")],
+    [
+        path("assignments/<int:assignment_id>/submit/", views.ProviderSubmitView.as_view(), name="submit"),
+        path("assignments/<int:assignment_id>/report-image/", views.ProviderReportImageView.as_view(),
+             name="report-image"),
+    ],
     "providers-api",
 )

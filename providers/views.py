@@ -3,17 +3,21 @@ submit endpoint they post to. Each provider's entry page lives in its own packag
 there) and is mounted by ``providers.urls`` from the registry. Thin: the services decide."""
 from __future__ import annotations
 
+from django.core import signing
+from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import translation
+from django.utils.translation import gettext as _
 from rest_framework import status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
+from annotation import consent, image_reports, selectors
 from annotation import services as crowd
+from annotation.forms import ConsentDecisionForm
 from annotation.task_types import worker_answers
 
 from . import services
@@ -23,6 +27,39 @@ from .worker_access import assignment_for_token, task_token
 
 def refuse(request, message: str, status_code: int):
     return render(request, "providers/message.html", {"message": message}, status=status_code)
+
+
+CONSENT_SALT = "providers.consent"
+CONSENT_TOKEN_SECONDS = 24 * 3600
+
+
+def consent_gate(request, *, round, worker):
+    """A round's study information before a provider worker's first task: the consent page until the
+    worker agrees, else None. The answer is posted back to the same entry address with a token signed
+    for this round and worker (a page framed by MTurk has no cookies, so no CSRF cookie either)."""
+    if consent.has_accepted(round=round, worker=worker):
+        return None
+    expected = {"r": round.pk, "w": worker.pk}
+    form = ConsentDecisionForm(request.POST if request.method == "POST" else None)
+    status_code = 200
+    if request.method == "POST":
+        try:
+            signed = signing.loads(request.POST.get("consent_token", ""), salt=CONSENT_SALT,
+                                   max_age=CONSENT_TOKEN_SECONDS)
+        except signing.BadSignature:
+            signed = None
+        if signed != expected:
+            return refuse(request, _("This page is no longer valid; open the task again from its link."), 403)
+        if form.is_valid():
+            consent.record_decision(round=round, worker=worker, accepted=form.accepted)
+            if form.accepted:
+                return HttpResponseRedirect(request.get_full_path())
+        else:
+            status_code = 400
+    return render(request, "providers/consent.html", {
+        "round": round, "form": form, "decision": consent.decision_of(round=round, worker=worker),
+        "consent_token": signing.dumps(expected, salt=CONSENT_SALT), "action": request.get_full_path(),
+    }, status=status_code)
 
 
 def render_task_page(request, *, template: str, round, assignment, provider: str, **context):
@@ -66,3 +103,20 @@ class ProviderSubmitView(APIView):
                 "payload": worker_answers(outcome.assignment), "stored": outcome.created,
                 **get_provider(worker.provider).after_submit(assignment=outcome.assignment)}
         return Response(body, status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK)
+
+
+class ProviderReportImageView(APIView):
+    """POST ``{"image_url": ...}`` with the page's task token in ``X-Task-Token``: an image of the task did
+    not load. 201 recorded, 200 already recorded."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    parser_classes = [JSONParser, FormParser]
+
+    def post(self, request, assignment_id: int):
+        assignment, worker = assignment_for_token(
+            token=request.headers.get("X-Task-Token", ""), assignment_id=assignment_id)
+        outcome = image_reports.report_image(
+            assignment_id=assignment.pk, worker=worker, image_url=image_reports.image_url_of(request.data))
+        return Response({"reported": True, "created": outcome.created},
+                        status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK)

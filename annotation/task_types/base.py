@@ -184,6 +184,18 @@ class TaskType:
         {"text", "choices": [(value, label)], "expected"}; None when the item has no choice to score."""
         return None
 
+    # --- watching a round ----------------------------------------------------------------------
+
+    # The WorkItem lookup of the name an item counts under in the round watch's coverage (its
+    # instruction family, or a review set's category); None when the type's items have none.
+    coverage_lookup: ClassVar[str | None] = None
+
+    def agreement_so_far(self, round: CollectionRound) -> dict | None:
+        """What agreement means for this type and where the round stands, from its counted judgments:
+        ``{"label", "measures": [{"label", "value"}], "levels": [{"level", "count"}]}`` (plain data for
+        the watch page and its JSON); None when the type has no notion of agreement."""
+        return None
+
     # --- evaluation reads ----------------------------------------------------------------------
 
     def judgment_queryset(self, assignments):
@@ -193,6 +205,31 @@ class TaskType:
     def judgment_rows(self, assignment: Assignment) -> list[dict]:
         """Rows this judgment contributes to the evaluation reads named by ``yields``."""
         return []
+
+
+def majority_agreement(*, label: str, unit: str, votes: list[tuple[int, int, str]]) -> dict:
+    """``agreement_so_far`` for types whose judgments are votes on one choice per item: the majority
+    levels (5/5, 4/5, 3/5 …) and the workers' agreement with the majority (``votes``: item, worker,
+    choice), computed by the pairwise-agreement core."""
+    from evaluation.core.pairwise_agreement import majority_vote_arrays
+
+    if not votes:
+        return {"label": label, "measures": [{"label": f"{unit} judged", "value": 0}], "levels": []}
+    items, workers, choices = zip(*votes)
+    result = majority_vote_arrays(list(items), [str(choice) for choice in choices], list(workers))
+    pairs, per_worker = result.pairs, result.workers
+    scored = int(per_worker["scored_votes"].sum())
+    return {
+        "label": label,
+        "measures": [
+            {"label": f"{unit} judged", "value": len(pairs)},
+            {"label": f"{unit} with a majority", "value": int((~pairs["tie"]).sum())},
+            {"label": "Votes agreeing with the majority",
+             "value": (int(per_worker["agreements"].sum()) / scored) if scored else None},
+        ],
+        "levels": [{"level": str(level), "count": int(count)} for level, count in result.level_counts().items()
+                   if count],
+    }
 
 
 def require_dict(data: Any) -> Any:

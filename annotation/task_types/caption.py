@@ -78,6 +78,8 @@ class CaptionTask(TaskType):
         "positions and any text in the image."
     )
 
+    coverage_lookup = "instance__family__name"
+
     def check_targets(self, item):
         super().check_targets(item)
         if not item.instance.image_links.exists():

@@ -145,6 +145,8 @@ class InstructionGeneration(TaskType):
         "and where you found it."
     )
 
+    coverage_lookup = "family__name"
+
     def context(self, assignment):
         family = assignment.item.family
         return {

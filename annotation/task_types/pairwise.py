@@ -13,8 +13,8 @@ from django.utils.translation import gettext_lazy
 from datasets_app.models import AcceptedReference, Instance, ModelOutput
 
 from ..samplers import SAMPLERS, Candidates, get_sampler
-from .base import TaskType, gold_choice, instance_view
 from .sources import BadItemSource, ItemSource, ItemSpec, ListOfValuesField, SourceResult, ids_field, only_known_ids, seed_field
+from .base import TaskType, gold_choice, instance_view, majority_agreement
 
 CHOICES = ("left", "right")
 
@@ -106,6 +106,7 @@ class PairwiseTask(TaskType):
     target_fields = ("output_a", "output_b", "reference")
     yields = "battles"
     item_sources = (ModelOutputsSource(),)
+    coverage_lookup = "output_a__instance__family__name"
     instructions = gettext_lazy(
         "Read the instruction and look at the image(s). Then choose the better of the two responses, "
         "judging accuracy, helpfulness and detail. You must pick one; if they seem equally good, pick "
@@ -206,6 +207,12 @@ class PairwiseTask(TaskType):
             "choices": [("1", "Response 1"), ("2", "Response 2")],
             "expected": "1" if item.gold_answer["winner"] == first else "2",
         }
+
+    def agreement_so_far(self, round):
+        """Majority levels over the judged pairs (paper: 5/5, 4/5, 3/5) and agreement with the majority."""
+        votes = [(item, worker, result["winner"]) for item, worker, result in
+                 round.assignments.counted().values_list("item_id", "worker_id", "result")]
+        return majority_agreement(label=_("Majority agreement on the pairs"), unit=_("Pairs"), votes=votes)
 
     def judgment_queryset(self, assignments):
         return assignments.select_related("item__output_a__instance__family")

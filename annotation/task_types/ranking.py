@@ -106,6 +106,7 @@ class RankingTask(TaskType):
     target_fields = ("review_set",)
     item_sources = (ReviewSetsSource(),)
     yields = "rankings"
+    coverage_lookup = "review_set__category"
     instructions = gettext_lazy(
         "Look at the image and read the five reviews. Put them in order, best first: a good review is "
         "reasonable (truthful, consistent and informative about the image) and objective. Drag a "
@@ -159,9 +160,44 @@ class RankingTask(TaskType):
         return {"task": task, "images": [task["image"]], "ranking": ranking}
 
     def simulate(self, *, assignment, rng, accuracy):
-        shown = list(shown_review_ids(assignment).values())
-        rng.shuffle(shown)
-        return {"order": shown}
+        """With probability ``accuracy`` a careful worker: the prompt-rank order (the reviews were asked
+        for in decreasing reasonableness) with at most one neighbouring pair swapped; otherwise a
+        careless one in random order. Careful workers agree, so their items pass IRR's filter."""
+        shown = shown_review_ids(assignment)
+        prompt_ranks = dict(assignment.item.review_set.reviews.values_list("pk", "prompt_rank"))
+        order = sorted(shown, key=lambda review_id: prompt_ranks.get(review_id, 0))
+        if rng.random() < accuracy:
+            if len(order) > 1 and rng.random() < 0.5:
+                at = rng.randrange(len(order) - 1)
+                order[at], order[at + 1] = order[at + 1], order[at]
+        else:
+            rng.shuffle(order)
+        return {"order": [shown[review_id] for review_id in order]}
+
+    def agreement_so_far(self, round):
+        """IRR agreement: per review set the Spearman rho of its best-agreeing annotator pair."""
+        from evaluation.core import irr
+
+        from ..selectors import ranking_judgments
+
+        rankings = ranking_judgments(round)
+        label = _("IRR best-pair agreement")
+        if rankings.empty:
+            return {"label": label, "measures": [{"label": _("Review sets ranked"), "value": 0}], "levels": []}
+        result = irr.agreement(rankings[[irr.ITEM, irr.ANNOTATOR, irr.REVIEW, irr.RANK]])
+        evaluable = result.evaluable
+        return {
+            "label": label,
+            "measures": [
+                {"label": _("Review sets ranked"), "value": len(result.best_rho)},
+                {"label": _("Review sets with two or more rankings"), "value": int(evaluable.sum())},
+                {"label": _("Mean best-pair rho"),
+                 "value": float(result.best_rho[evaluable].mean()) if evaluable.any() else None},
+                {"label": _("Review sets kept at rho ≥ %(threshold)s") % {"threshold": irr.DEFAULT_THRESHOLD},
+                 "value": int(result.kept.sum())},
+            ],
+            "levels": [],
+        }
 
     def judgment_queryset(self, assignments):
         return assignments.select_related("item__review_set").prefetch_related("item__review_set__reviews")

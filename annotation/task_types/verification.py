@@ -12,7 +12,15 @@ from django.utils.translation import gettext_lazy
 from datasets_app import instance_status
 from datasets_app.models import AcceptedReference, Instance, ReferenceCandidate, Source, Verification
 
-from .base import StrictBooleanField, TaskType, TextField, current_captions, gold_choice, instance_view
+from .base import (
+    StrictBooleanField,
+    TaskType,
+    TextField,
+    current_captions,
+    gold_choice,
+    instance_view,
+    majority_agreement,
+)
 from .sources import ItemSource, ItemSpec, SourceResult, limit_field, limited, queued_targets
 
 # What a worker may answer; "no outcome" is only ever an aggregate (no majority).
@@ -84,6 +92,8 @@ class VerificationTask(TaskType):
         "missed something the instruction needs, or is the answer itself wrong? Also flag answers that "
         "give offensive, unsound or harmful advice."
     )
+
+    coverage_lookup = "candidate__instance__family__name"
 
     def context(self, assignment):
         candidate = assignment.item.candidate
@@ -174,6 +184,12 @@ class VerificationTask(TaskType):
         _drop_reference(candidate)
         if instance.status in (Instance.Status.VERIFIED, Instance.Status.DISCARDED):
             instance_status.verdict_withdrawn(instance)
+
+    def agreement_so_far(self, round):
+        """How far the verifiers of each reference agree on its outcome: majority levels and agreement."""
+        votes = [(item, worker, payload["outcome"]) for item, worker, payload in
+                 round.assignments.counted().values_list("item_id", "worker_id", "payload")]
+        return majority_agreement(label=_("Verification agreement"), unit=_("References"), votes=votes)
 
     def simulate(self, *, assignment, rng, accuracy):
         item = assignment.item

@@ -15,6 +15,7 @@ from django.utils import translation
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import round_builder
+from annotation.forms import ConsentTextForm
 from annotation import services as crowd
 from annotation.models import CollectionRound, WorkItem
 from annotation.selectors import round_progress
@@ -133,6 +134,7 @@ def _round_context(request, project, round: CollectionRound, **extra) -> dict:
         "can_publish": round.status in (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN),
         "extend_form": ExtendRoundForm(),
         "publish_form": PublishForm(initial={"provider": provider} if provider else None),
+        "consent_form": ConsentTextForm(instance=round),
         **extra,
     }
 
@@ -174,6 +176,20 @@ def round_extend(request, slug: str, round_id: int):
         return _refused_form(request, project, round, extend_form=form)
     provider_services.extend_round(round=round, **form.cleaned_data)
     messages.success(request, "Round extended.")
+    return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
+
+
+@researcher_required
+@require_POST
+def round_consent(request, slug: str, round_id: int):
+    """The round's study information and consent text (``annotation.consent`` saves it)."""
+    project, round = _owned_round(request, slug, round_id)
+    form = ConsentTextForm(request.POST, instance=round)
+    if not form.is_valid():
+        return _refused_form(request, project, round, consent_form=form)
+    form.save()
+    messages.success(request, "Study information saved." if form.cleaned_data["consent_text"]
+                     else "Study information removed: workers start without it.")
     return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
 
 
@@ -246,6 +262,7 @@ urlpatterns = [
     path("<slug:slug>/rounds/new/", round_new, name="round-new"),
     path("<slug:slug>/rounds/<int:round_id>/", round_detail, name="round"),
     path("<slug:slug>/rounds/<int:round_id>/extend/", round_extend, name="round-extend"),
+    path("<slug:slug>/rounds/<int:round_id>/consent/", round_consent, name="round-consent"),
     path("<slug:slug>/rounds/<int:round_id>/dry-run/", round_dry_run, name="round-dry-run"),
     path("<slug:slug>/rounds/<int:round_id>/publish/", round_publish, name="round-publish"),
     path("<slug:slug>/rounds/<int:round_id>/items/<int:item_id>/preview/", item_preview, name="round-item-preview"),

@@ -14,12 +14,12 @@ returns bit-for-bit the same ratings. Three things make that possible:
   (``random_raw``); PCG64's ``advance`` lets each thread generate its own stretch of the stream.
 * **The same float operations, in the same order**: ``x = u_b - u_a``, ``exp(x)``, ``+ 1``,
   ``-K' / (.)``, ``+ K' S_a``, ``u_a + d``, ``u_b - d`` (see the reference).
-* **The same exp.** numpy's float64 ``exp`` on x86-64 without AVX-512 is the C library's. glibc's
-  (≥ 2.28) is a short table-driven algorithm (Szabolcs Nagy's, 128-entry table, degree-5
-  polynomial); :func:`_exp` transcribes it with the fused multiply-adds its FMA build uses, so
-  the compiler can vectorise it. Before the first use, :func:`exp_matches_numpy` compares it with
-  ``np.exp`` on a fixed sample of 400,000 arguments (every table slot, tiny, huge and boundary
-  values); on a platform where they differ in a single bit, ratings fall back to the reference.
+* **The same exp**: ``portable_exp`` (glibc's table-driven algorithm without fused multiply-adds,
+  one IEEE operation per step), which the reference computes with numpy array operations and
+  :func:`_exp` with the same scalar operations, compiled without fast-math. Before the first use,
+  :func:`exp_matches_numpy` compares the two on a fixed sample of 400,000 arguments (every table
+  slot, tiny, huge and boundary values); should they differ in a single bit, ratings fall back to
+  the reference.
 
 No Django here: numpy and numba only.
 """
@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import math
 import os
-import struct
 from concurrent.futures import ThreadPoolExecutor
-from decimal import Decimal, localcontext
 from functools import lru_cache
 
 import numpy as np
@@ -37,58 +35,18 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from .portable_exp import (
+    C2, C3, C4, C5, EXP_LIMIT, EXP_N, EXP_TAB, EXP_TABLE_BITS, INV_LN2_N, NEG_LN2_HI_N, NEG_LN2_LO_N, SHIFT,
+    portable_exp,
+)
+
 # ------------------------------------------------------------------------------------ exp
 
-_EXP_TABLE_BITS = 7
-_EXP_N = 1 << _EXP_TABLE_BITS
-# glibc sysdeps/ieee754/dbl-64/e_exp_data.c
-_INV_LN2_N = float.fromhex("0x1.71547652b82fep0") * _EXP_N
-_NEG_LN2_HI_N = float.fromhex("-0x1.62e42fefa0000p-8")
-_NEG_LN2_LO_N = float.fromhex("-0x1.cf79abc9e3b3ap-47")
-_SHIFT = float.fromhex("0x1.8p52")
-_C2 = float.fromhex("0x1.ffffffffffdbdp-2")
-_C3 = float.fromhex("0x1.555555555543cp-3")
-_C4 = float.fromhex("0x1.55555cf172b91p-5")
-_C5 = float.fromhex("0x1.1111167a4d017p-7")
-# Beyond this |x| (and for NaN) glibc leaves the table path; the kernels call the C library then.
-_EXP_TABLE_LIMIT = 512.0
-
-
-def _exp_table() -> np.ndarray:
-    """glibc's ``__exp_data.tab``: 2^(k/N) = H_k (1 + T_k); entries T_k bits, H_k bits - (k << 45).
-
-    Computed here to 60 significant digits and rounded to nearest, which reproduces the library's
-    table entry for entry.
-    """
-    table = np.empty(2 * _EXP_N, dtype=np.uint64)
-    with localcontext() as context:
-        context.prec = 60
-        ln2 = Decimal(2).ln()
-        for k in range(_EXP_N):
-            exact = (ln2 * k / _EXP_N).exp()
-            high = float(exact)
-            tail = float((exact - Decimal(high)) / Decimal(high))
-            table[2 * k] = struct.unpack("<Q", struct.pack("<d", tail))[0]
-            table[2 * k + 1] = struct.unpack("<Q", struct.pack("<d", high))[0] - (k << (52 - _EXP_TABLE_BITS))
-    return table
-
-
-# A module global: numba freezes it into the compiled code as a constant, which is also what lets
-# LLVM vectorise the table look-ups (a constant cannot alias the arrays a loop writes).
-_EXP_TAB = _exp_table()
-
-
-@intrinsic
-def _fma(typingctx, a, b, c):
-    """a * b + c with one rounding (LLVM's fma intrinsic: an instruction on CPUs with FMA)."""
-    signature = types.float64(types.float64, types.float64, types.float64)
-
-    def codegen(context, builder, sig, args):
-        double = ir.DoubleType()
-        function = builder.module.declare_intrinsic("llvm.fma", [double], ir.FunctionType(double, [double] * 3))
-        return builder.call(function, args)
-
-    return signature, codegen
+# The constants and table of the portable exp; a module global table is frozen into the compiled
+# code as a constant, which is also what lets LLVM vectorise the look-ups (a constant cannot alias
+# the arrays a loop writes).
+_EXP_TAB = EXP_TAB
+_EXP_TABLE_LIMIT = EXP_LIMIT
 
 
 @intrinsic
@@ -109,24 +67,32 @@ def _double(typingctx, x):
 
 @njit(inline="always", cache=True)
 def _exp(x):
-    """glibc's exp for |x| < 512 (the table path), with the contractions of its FMA build."""
-    kd = _fma(x, _INV_LN2_N, _SHIFT)
+    """``portable_exp`` for |x| < 512 (the table path): the same IEEE operations in the same order."""
+    kd = x * INV_LN2_N + SHIFT
     ki = _bits(kd)
-    kd -= _SHIFT
-    r = _fma(kd, _NEG_LN2_LO_N, _fma(kd, _NEG_LN2_HI_N, x))
-    index = (ki & np.uint64(_EXP_N - 1)) * np.uint64(2)
+    kd -= SHIFT
+    r = x + kd * NEG_LN2_HI_N + kd * NEG_LN2_LO_N
+    index = (ki & np.uint64(EXP_N - 1)) * np.uint64(2)
     tail = _double(_EXP_TAB[index])
-    scale = _double(_EXP_TAB[index + np.uint64(1)] + (ki << np.uint64(52 - _EXP_TABLE_BITS)))
+    scale = _double(_EXP_TAB[index + np.uint64(1)] + (ki << np.uint64(52 - EXP_TABLE_BITS)))
     r2 = r * r
-    tmp = _fma(r2 * r2, _fma(r, _C5, _C4), _fma(r2, _fma(r, _C3, _C2), tail + r))
-    return _fma(scale, tmp, scale)
+    tmp = tail + r + r2 * (C2 + r * C3) + r2 * r2 * (C4 + r * C5)
+    return scale + scale * tmp
+
+
+@njit(inline="always", cache=True)
+def _exp_outside(x):
+    """``portable_exp`` beyond the table path: inf above, 0 below, NaN for NaN."""
+    if x != x:
+        return x
+    return math.inf if x > 0 else 0.0
 
 
 @njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
 def _exp_array(x, out):
     for i in range(x.shape[0]):
         value = x[i]
-        out[i] = _exp(value) if abs(value) < _EXP_TABLE_LIMIT else math.exp(value)
+        out[i] = _exp(value) if abs(value) < _EXP_TABLE_LIMIT else _exp_outside(value)
 
 
 def _exp_sample() -> np.ndarray:
@@ -136,7 +102,7 @@ def _exp_sample() -> np.ndarray:
     parts = [
         rng.normal(0.0, scale, 40_000) for scale in (1e-12, 1e-6, 1e-3, 0.05, 0.5, 2.0, 10.0, 100.0)
     ]
-    step = math.log(2.0) / _EXP_N
+    step = math.log(2.0) / EXP_N
     centres = np.arange(-2000, 2000) * step
     parts += [centres, centres + step / 2, centres - step / 2, np.nextafter(centres + step / 2, 0.0)]
     parts += [rng.uniform(-745.0, 709.0, 20_000), np.array([0.0, -0.0, 5e-324, -5e-324, 511.9, -511.9, 512.0, 700.0, -740.0])]
@@ -145,12 +111,13 @@ def _exp_sample() -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def exp_matches_numpy() -> bool:
-    """Whether the compiled exp equals ``np.exp`` bit for bit on this machine (checked once)."""
+    """Whether the compiled exp equals the numpy ``portable_exp`` bit for bit (checked once; a
+    compiler that contracted or reordered the operations would fail it)."""
     sample = _exp_sample()
     ours = np.empty_like(sample)
     _exp_array(sample, ours)
-    with np.errstate(over="ignore", under="ignore"):
-        theirs = np.exp(sample)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        theirs = portable_exp(sample)
     return bool(np.array_equal(ours.view(np.uint64), theirs.view(np.uint64)))
 
 
@@ -193,8 +160,9 @@ class _CellStream:
         self.cell_of_battle = cell_of_battle
         self.pool = pool
         self.parts = parts
-        self.pending = np.empty(0, dtype=np.int32)
-        self.buffer = np.empty(0, dtype=np.int32)
+        self.dtype = cell_of_battle.dtype
+        self.pending = np.empty(0, dtype=self.dtype)
+        self.buffer = np.empty(0, dtype=self.dtype)
         self.split = self.gap = self.available = 0
 
     def _generator_at(self, offset: int) -> np.random.PCG64:
@@ -216,7 +184,7 @@ class _CellStream:
         sizes = [words // self.parts + (1 if part < words % self.parts else 0) for part in range(self.parts)]
         capacity = kept + 2 * words
         if self.buffer.shape[0] < capacity:
-            self.buffer = np.empty(int(capacity * 1.05) + 64, dtype=np.int32)
+            self.buffer = np.empty(int(capacity * 1.05) + 64, dtype=self.dtype)
         self.buffer[:kept] = self.pending
         starts, offset, position = [], 0, kept
         jobs = []
@@ -242,7 +210,7 @@ class _CellStream:
             extra = int(math.ceil((count - self.available) / (2.0 * self.accept))) + 4
             physical_end = self.available + (self.gap if self.available >= self.split else 0)
             if self.buffer.shape[0] < physical_end + 2 * extra:
-                grown = np.empty(physical_end + 2 * extra + 64, dtype=np.int32)
+                grown = np.empty(physical_end + 2 * extra + 64, dtype=self.dtype)
                 grown[:physical_end] = self.buffer[:physical_end]
                 self.buffer = grown
             generator = self._generator_at(0)
@@ -299,14 +267,14 @@ def _elo_steps(cells, split, gap, steps, rounds, first, last, n_models, a_of_cel
         if outside:  # never with real ratings (a gap of 88,000 Elo points), but exact all the same
             for i in range(width):
                 if not (abs(x[i]) < _EXP_TABLE_LIMIT):
-                    delta[i] = -k_unit / (math.exp(x[i]) + 1.0) + score[i]
+                    delta[i] = -k_unit / (_exp_outside(x[i]) + 1.0) + score[i]
 
 
 def default_threads() -> int:
     return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
 
 
-# Cells drawn per block (steps x rounds); about 8 MB of int32 in flight.
+# Cells drawn per block (steps x rounds); about 2 MB of uint8 cells in flight.
 _BLOCK_DRAWS = 1 << 21
 
 
@@ -327,7 +295,11 @@ def bootstrap_online_elo_compiled(
         raise ValueError("the compiled bootstrap handles 1 to 2^31 - 1 battles")
     threads = threads or default_threads()
     m = int(n_models)
-    cells_table = np.ascontiguousarray(cell_of_battle, dtype=np.int32)
+    # Integer-encoded battles in the narrowest type: with up to 9 models the cells fit a byte, so
+    # the table the draws look up (one random access per draw) is a quarter of the int32 one and
+    # stays in the core's cache at 1M battles.
+    cell_type = np.uint8 if m * m * 3 <= 256 else np.uint16 if m * m * 3 <= 65536 else np.int32
+    cells_table = np.ascontiguousarray(cell_of_battle, dtype=cell_type)
     cell_ids = np.arange(m * m * 3)
     a_of_cell = (cell_ids // (3 * m)).astype(np.int64)
     b_of_cell = ((cell_ids // 3) % m).astype(np.int64)
@@ -352,7 +324,7 @@ def bootstrap_online_elo_compiled(
         for start in range(0, n, steps_per_block):
             steps = min(steps_per_block, n - start)
             if n == 1:  # numpy draws nothing for a range of one value: every index is 0
-                stream.buffer = np.full(steps * rounds, cells_table[0], dtype=np.int32)
+                stream.buffer = np.full(steps * rounds, cells_table[0], dtype=cell_type)
                 stream.split, stream.gap = steps * rounds, 0
             else:
                 stream.fill(steps * rounds)

@@ -28,6 +28,8 @@ import pandas as pd
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
+from .portable_exp import portable_exp
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -339,7 +341,7 @@ def bootstrap_online_elo_reference(
             ua = pair[:rounds]
             ub = pair[rounds:]
             np.subtract(ub, ua, out=update)
-            np.exp(update, out=update)
+            update = portable_exp(update)  # np.exp's bits vary by CPU; this one's do not
             update += 1.0
             np.divide(-k_unit, update, out=update)  # -K' E_a
             update += sa  # K' (S_a - E_a)
@@ -853,6 +855,33 @@ def plot_ratings(result: RatingsResult, path: str | None = None, *, title: str |
     return figure
 
 
+def plot_category_win_rates(result: RatingsResult, path: str | None = None) -> Figure:
+    """Per-category win rates as a heat map (models best first, one column per category; against the
+    reference when the result has one); written as PNG when ``path`` is given. The cells carry no
+    numbers (the figure is meant beside the table of them; a text per cell triples its drawing time)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if result.category_win_rates is None:
+        raise ValueError("the result has no per-category win rates")
+    order = [model for model in result.to_frame().index if model in result.category_win_rates.index]
+    rates = result.category_win_rates.reindex(order)
+    figure = Figure(figsize=(max(5.0, 0.9 * rates.shape[1] + 3.0), max(2.5, 0.4 * len(rates) + 1.8)),
+                    layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    image = axes.imshow(np.ma.masked_invalid(rates.to_numpy(dtype=float)), vmin=0.0, vmax=1.0, cmap="RdYlGn",
+                        aspect="auto")
+    axes.set_xticks(np.arange(rates.shape[1]), [str(c) for c in rates.columns], rotation=30, ha="right")
+    axes.set_yticks(np.arange(len(rates)), rates.index)
+    figure.colorbar(image, ax=axes, label="win rate")
+    against = f" against {result.reference}" if result.reference else ""
+    axes.set_title(f"Win rate per category{against}", fontsize=10)
+    if path is not None:
+        figure.savefig(path, format="png", dpi=120)
+    return figure
+
+
 __all__: Sequence[str] = [
     "BT_L2_PENALTY",
     "BradleyTerryFit",
@@ -873,6 +902,7 @@ __all__: Sequence[str] = [
     "interval_ranks",
     "online_elo",
     "online_elo_bootstrap_indices",
+    "plot_category_win_rates",
     "plot_ratings",
     "predicted_win_rates",
     "rating_order_ranks",

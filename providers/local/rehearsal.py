@@ -11,7 +11,7 @@ from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound
 
 from ..base import Rehearsal, money
-from ..dry_run import save_simulated_answers, task_seconds
+from ..dry_run import accept_study_information, save_simulated_answers, task_seconds
 from ..models import BonusPayment
 
 
@@ -19,6 +19,7 @@ def simulate_local_worker(*, round: CollectionRound, username: str, rng: random.
                           median_seconds: float) -> int:
     user = get_user_model().objects.create_user(username=username)
     worker = crowd.get_or_create_local_worker(user=user)
+    accept_study_information(round=round, worker=worker)
     done = 0
     while True:
         started = timezone.now()

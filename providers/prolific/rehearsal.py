@@ -10,7 +10,7 @@ from annotation.models import CollectionRound
 
 from .. import services
 from ..base import Rehearsal, money
-from ..dry_run import save_simulated_answers, task_seconds
+from ..dry_run import accept_study_information, save_simulated_answers, task_seconds
 from .fake_server import FakeProlificServer, RehearsalError
 
 
@@ -22,6 +22,7 @@ def simulate_prolific_participant(*, fake, round: CollectionRound, study_id: str
     except RehearsalError:
         return False
     worker = services.get_or_create_provider_worker(provider="prolific", external_id=participant_id)
+    accept_study_information(round=round, worker=worker)
     started = timezone.now()
     assignment = services.request_provider_assignment(
         round=round, worker=worker, provider_assignment_id=submission["id"], provider_task_id=study_id, now=started,

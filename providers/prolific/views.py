@@ -6,6 +6,7 @@ import re
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.utils import translation
+from django.views.decorators.csrf import csrf_exempt
 from django.utils.translation import gettext as _
 
 from annotation import services as crowd
@@ -13,13 +14,14 @@ from annotation.models import Assignment, CollectionRound
 
 from .. import services
 from ..models import Publication
-from ..views import refuse, render_task_page
+from ..views import consent_gate, refuse, render_task_page
 from .provider import COMPLETE_URL, ProlificProvider
 
 # Prolific ids arrive in the query string: accept only what Prolific issues.
 PROLIFIC_ID = re.compile(r"^[A-Za-z0-9]{1,64}$")
 
 
+@csrf_exempt  # the study-information answer is checked by its signed token instead
 def task(request, round_id: int):
     round = get_object_or_404(CollectionRound, pk=round_id)
     participant = request.GET.get("PROLIFIC_PID", "")
@@ -31,6 +33,9 @@ def task(request, round_id: int):
         publication = get_object_or_404(Publication, round=round, provider=ProlificProvider.name,
                                         external_id=study_id)
         worker = services.get_or_create_provider_worker(provider=ProlificProvider.name, external_id=participant)
+        gate = consent_gate(request, round=round, worker=worker)
+        if gate is not None:
+            return gate
         try:
             assignment = services.request_provider_assignment(
                 round=round, worker=worker, provider_assignment_id=submission_id, provider_task_id=study_id)

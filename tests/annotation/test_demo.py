@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 from django.contrib.auth.models import User
 
@@ -44,3 +45,54 @@ def test_demo_rounds_are_chained_through_the_visitbench_stages():
     assert rounds["instruction_generation"].follow_up_round == rounds["caption"]
     assert rounds["caption"].follow_up_round == rounds["verification"]
     assert rounds["verification"].follow_up_round is None
+
+
+def test_demo_crowd_completes_rounds_so_ratings_and_irr_have_numbers():
+    from evaluation.core import irr
+    from evaluation.core.ratings import compute_ratings
+    from evaluation.selectors import human_battles, irr_rankings
+    from providers.demo import COMPLETED_ROUNDS, complete_demo_rounds
+
+    worker_user = User.objects.create_user("demo-worker", password="pw-123456")
+    rounds = create_demo_rounds(worker_users=[worker_user])
+    report = complete_demo_rounds(rounds=rounds)
+    assert report.workers >= 5
+    for key in COMPLETED_ROUNDS:
+        round = rounds[key]
+        assert round.items.filter(completed_at__isnull=True).count() == 0, key
+        assert report.completed_items[key].split(" of ")[0] == report.completed_items[key].split(" of ")[1]
+
+    battles = human_battles()
+    models = set(battles["model_a"]) | set(battles["model_b"])
+    assert len(models) >= 3 and len(battles) >= 100
+    for method in ("elo", "bt"):
+        result = compute_ratings(battles, method=method)
+        assert sorted(result.models) == sorted(models)
+        assert np.isfinite(result.rating).all() and result.battles.sum() == 2 * len(battles)
+
+    agreement = irr.agreement(irr_rankings())
+    assert int(agreement.kept.sum()) >= 2  # one kept item per language at least
+    assert set(irr_rankings()["language"]) == {"en", "ja"}
+
+    # Rounds left open for people to try, with a task for a demo worker.
+    worker = services.get_or_create_local_worker(user=worker_user)
+    still_open = [key for key in rounds if key not in COMPLETED_ROUNDS]
+    assert still_open
+    assert all(services.request_assignment(round=rounds[key], worker=worker) is not None for key in still_open)
+
+    # A second run finds nothing left to do.
+    again = complete_demo_rounds(rounds=rounds)
+    assert sum(again.submitted.values()) == 0
+
+
+def test_load_demo_prints_what_the_crowd_did():
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    text = out.getvalue()
+    assert "Simulated crowd:" in text and "pairwise" in text and "Open for you to try:" in text
+    assert CollectionRound.objects.get(name__endswith="Which response is better?").items.filter(
+        completed_at__isnull=True).count() == 0

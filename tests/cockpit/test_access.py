@@ -79,3 +79,21 @@ def test_last_owner_cannot_be_removed(client, researcher, project):
     response = client.post(reverse("cockpit:members", args=[project.slug]), {"remove": membership.pk})
     assert response.status_code == 409
     assert Membership.objects.filter(pk=membership.pk).exists()
+
+
+def test_every_fixed_cockpit_page_is_a_reserved_project_slug():
+    """A project slugged like a fixed page under /projects/ could never be opened."""
+    from cockpit.urls import urlpatterns
+    from projects.services import RESERVED_SLUGS
+
+    fixed = {str(pattern.pattern).strip("/").split("/")[0] for pattern in urlpatterns}
+    fixed = {segment for segment in fixed if segment and not segment.startswith("<")}
+    assert fixed and fixed <= RESERVED_SLUGS
+
+
+def test_reserved_slug_is_a_form_error(client, researcher):
+    client.force_login(researcher)
+    response = client.post(reverse("cockpit:project-new"), {"name": "Tokens", "slug": "api-tokens"})
+    assert response.status_code == 200
+    assert "reserved" in response.content.decode()
+    assert not Project.objects.filter(slug="api-tokens").exists()

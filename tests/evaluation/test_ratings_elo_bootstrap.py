@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaluation.core import elo_bootstrap
+from evaluation.core.portable_exp import portable_exp
 from evaluation.core.ratings import (
     bootstrap_online_elo,
     bootstrap_online_elo_reference,
@@ -24,7 +25,8 @@ def random_battles(rng: np.random.Generator, n: int, m: int) -> pd.DataFrame:
 
 
 def test_this_machine_runs_the_compiled_path():
-    # Otherwise every equality below would compare the reference with itself.
+    # Otherwise every equality below would compare the reference with itself. The portable exp
+    # makes this hold on any CPU (numpy's own exp differs between CPUs).
     assert elo_bootstrap.exp_matches_numpy()
 
 
@@ -85,8 +87,21 @@ def test_compute_ratings_reports_the_reference_median_and_interval():
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(-745.0, 709.0, allow_nan=False), min_size=1, max_size=300))
-def test_the_compiled_exp_is_numpys_exp(values):
+def test_the_compiled_exp_is_the_portable_exp_and_within_an_ulp_of_numpys(values):
     x = np.array(values)
     out = np.empty_like(x)
     elo_bootstrap._exp_array(x, out)
-    assert np.array_equal(out.view(np.uint64), np.exp(x).view(np.uint64))
+    assert np.array_equal(out.view(np.uint64), portable_exp(x).view(np.uint64))
+    inside = np.abs(x) < 512
+    np.testing.assert_array_max_ulp(out[inside], np.exp(x[inside]), maxulp=1)
+    assert np.all(out[x >= 512] == np.inf) and np.all(out[x <= -512] == 0.0)
+
+
+def test_the_portable_exp_at_the_edges():
+    x = np.array([0.0, -0.0, 5e-324, 1e-300, 511.9, -511.9, 512.0, -512.0, 1e6, -1e6, np.nan, np.inf, -np.inf])
+    out = np.empty_like(x)
+    elo_bootstrap._exp_array(x, out)
+    np.testing.assert_array_equal(out, portable_exp(x))  # NaN where NaN, the same bits elsewhere
+    assert np.isnan(out[-3])
+    assert out[0] == 1.0 and out[1] == 1.0 and out[-2] == np.inf and out[-1] == 0.0
+    np.testing.assert_array_max_ulp(out[:6], np.exp(x[:6]), maxulp=1)

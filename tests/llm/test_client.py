@@ -430,9 +430,10 @@ def test_batch_keeps_order_and_reports_progress(make_client, fake_server):
 
 
 def test_concurrency_is_bounded_and_used(make_client, fake_server):
-    """The client keeps exactly ``max_concurrency`` requests in flight. Answers are let go one at a
-    time, each only once 32 requests wait in the server: a client that sends fewer at once gets
-    stuck, one that sends more is seen by the server's in-flight count."""
+    """With the concurrency fixed (no rate-limit adaptation), the client keeps exactly
+    ``max_concurrency`` requests in flight. Answers are let go one at a time, each only once 32
+    requests wait in the server: a client that sends fewer at once gets stuck, one that sends more
+    is seen by the server's in-flight count. (The adaptive bound: tests/llm/test_rate_limits.py.)"""
     held = HeldAnswers(fake_server)
     total, bound = 96, 32
     stuck: list[AssertionError] = []
@@ -449,7 +450,8 @@ def test_concurrency_is_bounded_and_used(make_client, fake_server):
 
     feeder = threading.Thread(target=answer_one_at_a_time, daemon=True)
     feeder.start()
-    results = make_client(max_concurrency=bound).run_batch([chat_request(f"n{i}") for i in range(total)])
+    results = make_client(max_concurrency=bound, adaptive_concurrency=False).run_batch(
+        [chat_request(f"n{i}") for i in range(total)])
     feeder.join()
     assert not stuck, stuck[0]
     assert all(r.ok for r in results)

@@ -402,3 +402,15 @@ def test_sync_does_not_import_work_that_reached_mturk_after_the_time_limit(mturk
     assert "time for this task ran out" in report.unmatched[0]["problem"]
     assignment.refresh_from_db()
     assert assignment.status != Assignment.Status.SUBMITTED
+
+
+def test_a_reward_mturk_refuses_is_a_provider_refusal_naming_mturks_reason(mturk_fake, round_factory):
+    """MTurk's own "no" (here a reward below its minimum) reaches the caller as ProviderRefused
+    with MTurk's message, not as a raw botocore error (which pages and the API would turn into a 500)."""
+    from providers.base import ProviderRefused
+
+    round = round_factory(items=1, reward="0.00")
+    with pytest.raises(ProviderRefused, match="Reward"):
+        publish(round)
+    assert not HIT.objects.exists()
+    assert not mturk_fake.calls("CreateHITWithHITType")

@@ -7,6 +7,7 @@ from django.db import transaction
 from annotation.demo import create_demo_rounds
 from datasets_app.demo import create_demo_data
 from projects.models import Membership, Project
+from providers.demo import complete_demo_rounds
 from projects.services import create_project, set_member
 
 RESEARCHER = "researcher"
@@ -17,7 +18,8 @@ WORKERS = ["worker1", "worker2", "worker3"]
 class Command(BaseCommand):
     help = (
         "Load the demo data (families, instances, review sets and one open round of each task "
-        "type), create a researcher and local worker logins with fresh passwords, print the URLs."
+        "type), let a simulated crowd complete the pairwise, ranking and verification rounds, create "
+        "a researcher and local worker logins with fresh passwords, print the URLs."
     )
 
     def add_arguments(self, parser):
@@ -30,12 +32,21 @@ class Command(BaseCommand):
             project = self._project(researcher)
             counts = create_demo_data(project=project)
             rounds = create_demo_rounds(researcher=researcher, worker_users=workers, project=project)
+            crowd = complete_demo_rounds(rounds=rounds)
         base = f"http://{host}:{port}"
         self.stdout.write(self.style.SUCCESS(
             f"Demo data: {counts['families']} families, {counts['instances']} instances, "
             f"{counts['review_sets']} review sets, {len(rounds)} open rounds "
             f"({', '.join(sorted(rounds))})."
         ))
+        self.stdout.write(
+            f"Simulated crowd: {crowd.workers} workers submitted "
+            + (", ".join(f"{n} {key}" for key, n in crowd.submitted.items()) or "nothing")
+            + " tasks now; items complete: "
+            + ", ".join(f"{key} {done}" for key, done in crowd.completed_items.items()) + "."
+        )
+        still_open = sorted(set(rounds) - set(crowd.completed_items))
+        self.stdout.write(f"Open for you to try: {', '.join(still_open)}.")
         self.stdout.write("")
         self.stdout.write(f"  Platform:         {base}/")
         self.stdout.write(f"  Researcher admin: {base}/admin/   login {RESEARCHER} / {passwords[RESEARCHER]}")

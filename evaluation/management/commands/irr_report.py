@@ -105,22 +105,18 @@ class Command(BaseCommand):
     def database_inputs(round_id: int | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
         """Crowd rankings (with prompt ranks) and the stored model scores of the ranked review sets."""
         from annotation.models import CollectionRound
-        from evaluation.selectors import irr_rankings, review_scores
+        from crowdbench.errors import ServiceError
+        from evaluation.selectors import irr_database_inputs
 
         round = None
         if round_id is not None:
             round = CollectionRound.objects.filter(pk=round_id).first()
             if round is None:
                 raise CommandError(f"--round: no collection round with id {round_id}")
-            if round.task_type != "ranking":
-                raise CommandError(f"--round: round {round_id} is a {round.task_type} round, not a ranking round")
-        rankings = irr_rankings(round=round)
-        if rankings.empty:
-            where = f"round {round_id}" if round is not None else "the database"
-            raise CommandError(f"{where} has no submitted rankings")
-        # Only scores of items that have rankings: the core treats any other item as an error.
-        scores = review_scores(item_ids=rankings[irr.ITEM].unique())
-        return rankings, (scores[[*irr.MODEL_ID_COLUMNS, irr.SCORE]] if not scores.empty else None)
+        try:
+            return irr_database_inputs(round=round)
+        except ServiceError as error:
+            raise CommandError(error.message) from None
 
     def print_report(self, report: irr.IRRReport, *, verbosity: int) -> None:
         result = report.agreement

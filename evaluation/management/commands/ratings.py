@@ -10,7 +10,7 @@ import pandas as pd
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.core.ratings import InvalidBattlesError, RatingsResult, compute_ratings, encode_battles, plot_ratings
-from evaluation.selectors import BATTLE_SOURCES
+from evaluation.selectors import BATTLE_SOURCES, HUMAN_ORIGINS
 
 JSON_LINES_SUFFIXES = (".jsonl", ".json")
 
@@ -129,6 +129,9 @@ class Command(BaseCommand):
                             help="with --from-db: the crowd's pairwise judgments (default) or the LLM judge's "
                                  "battles; the two are never mixed")
         parser.add_argument("--round", type=int, metavar="ROUND_ID", help="with --from-db: one round only")
+        parser.add_argument("--origin", choices=HUMAN_ORIGINS,
+                            help="with --source human: only judgments collected in rounds, or only imported ones "
+                                 "(default: both)")
         parser.add_argument("--method", choices=["elo", "bt"], default="elo")
         parser.add_argument("--bootstrap", type=int, metavar="N", help="bootstrap rounds (e.g. 1000)")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -146,13 +149,17 @@ class Command(BaseCommand):
             raise CommandError("--source goes with --from-db")
         if options["round"] is not None and options["source"] != "human":
             raise CommandError("--round selects a crowd round: it goes with --source human")
+        if options["origin"] is not None and (options["source"] != "human" or not options["from_db"]):
+            raise CommandError("--origin selects human judgments: it goes with --from-db --source human")
+        if options["origin"] == "imported" and options["round"] is not None:
+            raise CommandError("--round selects collected judgments: it does not go with --origin imported")
         bootstrap = options["bootstrap"]
         if bootstrap is not None and bootstrap < 1:
             raise CommandError("--bootstrap must be at least 1")
         anchor = parse_anchor(options["anchor"]) if options["anchor"] else None
 
         if options["from_db"]:
-            path, battles = self._database_battles(options["round"], options["source"])
+            result = self._database_ratings(options, anchor)
         else:
             path = Path(options["file"])
             if not path.is_file():
@@ -162,18 +169,17 @@ class Command(BaseCommand):
                 battles = encode_battles(battle_file.frame)
             except InvalidBattlesError as error:
                 raise CommandError(f"{path}: {describe_error(battle_file, error)}") from None
-        for name, model in (("--anchor", anchor[0] if anchor else None), ("--reference", options["reference"])):
-            if model is not None and model not in battles.models:
-                raise CommandError(f"{name}: model {model!r} does not appear in {path}")
-
-        result = compute_ratings(
-            battles,
-            method=options["method"],
-            bootstrap=bootstrap,
-            seed=options["seed"],
-            anchor=anchor,
-            reference=options["reference"],
-        )
+            for name, model in (("--anchor", anchor[0] if anchor else None), ("--reference", options["reference"])):
+                if model is not None and model not in battles.models:
+                    raise CommandError(f"{name}: model {model!r} does not appear in {path}")
+            result = compute_ratings(
+                battles,
+                method=options["method"],
+                bootstrap=bootstrap,
+                seed=options["seed"],
+                anchor=anchor,
+                reference=options["reference"],
+            )
         self.stdout.write(format_table(result))
         for message in result.warnings:
             self.stderr.write(self.style.WARNING(f"warning: {message}"))
@@ -187,15 +193,19 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {options['plot_path']}")
 
     @staticmethod
-    def _database_battles(round_id: int | None, source: str):
+    def _database_ratings(options, anchor) -> RatingsResult:
         from annotation.models import CollectionRound
-        from evaluation.selectors import battles
+        from crowdbench.errors import ServiceError
+        from evaluation.selectors import database_ratings
 
-        if round_id is not None and not CollectionRound.objects.filter(pk=round_id, task_type="pairwise").exists():
-            raise CommandError(f"--round: no pairwise round with id {round_id}")
-        frame = battles(source=source, round_id=round_id)
-        where = f"round {round_id}" if round_id is not None else "the database"
-        if frame.empty:
-            kind = "pairwise judgments" if source == "human" else "battles judged by the LLM judge"
-            raise CommandError(f"no {kind} in {where}")
-        return where, encode_battles(frame)
+        round = None
+        if options["round"] is not None:
+            round = CollectionRound.objects.filter(pk=options["round"], task_type="pairwise").first()
+            if round is None:
+                raise CommandError(f"--round: no pairwise round with id {options['round']}")
+        try:
+            return database_ratings(source=options["source"], round=round, method=options["method"],
+                                    bootstrap=options["bootstrap"], seed=options["seed"], anchor=anchor,
+                                    reference=options["reference"], origin=options["origin"])
+        except ServiceError as error:
+            raise CommandError(error.message) from None

@@ -1,0 +1,139 @@
+"""Reads for watching crowd work: one round, or the open rounds of a project, as plain data.
+
+The cockpit's watch pages and their JSON show exactly these dicts. Progress, spend and the wage come
+from ``round_progress``; what "agreement so far" means is the round's task type's own answer
+(``TaskType.agreement_so_far``), and what an item's coverage counts under is its ``coverage_lookup``.
+Only counted work (submitted, not rejected, confirmed by the provider) is timed, paid or counted.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from decimal import Decimal
+
+import pandas as pd
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from datasets_app.models import Instance, InstructionFamily
+
+from .models import Assignment, CollectionRound
+from .selectors import round_progress
+
+DEFAULT_COVERAGE_TARGET = 10
+# Hourly throughput shows at most this many hours, the most recent ones.
+THROUGHPUT_HOURS = 48
+
+
+def throughput(assignments) -> list[dict]:
+    """Counted submissions per hour (UTC, oldest first) from the first to the last, the last
+    ``THROUGHPUT_HOURS`` hours at most; hours without a submission count 0."""
+    times = list(assignments.counted().exclude(submitted_at=None).values_list("submitted_at", flat=True))
+    if not times:
+        return []
+    per_hour = pd.Series(1, index=pd.DatetimeIndex(times)).resample("h").sum().tail(THROUGHPUT_HOURS)
+    return [{"hour": hour.to_pydatetime(), "submissions": int(count)} for hour, count in per_hour.items()]
+
+
+def assignments_in_flight(assignments, *, now: datetime | None = None) -> int:
+    """Assignments taken by a worker and neither submitted, returned nor expired yet."""
+    return assignments.filter(status=Assignment.Status.ASSIGNED, expires_at__gt=now or timezone.now()).count()
+
+
+def coverage(groups: dict[str, tuple[int, int]], *, target: int) -> list[dict]:
+    """Per group (sorted by name): done and total against ``target``; ``groups`` maps name -> (done, total)."""
+    return [
+        {"name": name, "done": done, "total": total, "target": target, "missing": max(target - done, 0),
+         "reached": done >= target}
+        for name, (done, total) in sorted(groups.items())
+    ]
+
+
+def round_coverage(*, round: CollectionRound, target: int = DEFAULT_COVERAGE_TARGET) -> list[dict] | None:
+    """Completed items per family (or whatever the task type counts its items under) against ``target``;
+    None when the round's task type names nothing to count under."""
+    lookup = round.task_type_handler.coverage_lookup
+    if lookup is None:
+        return None
+    rows = (
+        round.items.values(lookup)
+        .annotate(total=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False)))
+        .values_list(lookup, "done", "total")
+    )
+    return coverage({str(name): (done, total) for name, done, total in rows}, target=target)
+
+
+def round_watch(*, round: CollectionRound, coverage_target: int = DEFAULT_COVERAGE_TARGET,
+                with_throughput: bool = True) -> dict:
+    """Everything the round watch shows: progress and spend (``round_progress``), assignments in
+    flight, hourly throughput, the type's agreement so far and the coverage against ``coverage_target``."""
+    progress = round_progress(round=round)
+    budget_cap = progress["budget_cap"]
+    target_wage = progress["target_hourly_wage"]
+    wage = progress["effective_hourly_wage"]
+    return {
+        "round": {"id": round.pk, "name": round.name, "task_type": round.task_type, "status": round.status,
+                  "currency": round.currency, "workers_per_item": round.workers_per_item,
+                  "reward_per_task": round.reward_per_task},
+        "items": progress["items"],
+        "items_completed": progress["items_completed"],
+        "judgments_counted": progress["judgments_counted"],
+        "assignments": progress["assignments"],
+        "in_flight": assignments_in_flight(round.assignments.all()),
+        "spent": progress["spent"],
+        "budget_cap": budget_cap,
+        "budget_left": None if budget_cap is None else budget_cap - progress["spent"],
+        "median_seconds": progress["median_seconds"],
+        "effective_hourly_wage": wage,
+        "target_hourly_wage": target_wage,
+        "wage_meets_target": None if wage is None else wage >= target_wage,
+        "throughput": throughput(round.assignments.all()) if with_throughput else None,
+        "agreement": round.task_type_handler.agreement_so_far(round),
+        "coverage_target": coverage_target,
+        "coverage": round_coverage(round=round, target=coverage_target),
+    }
+
+
+def verified_per_family(*, project, target: int = DEFAULT_COVERAGE_TARGET) -> list[dict]:
+    """Verified instances per instruction family of the project (every family, none verified
+    included) against ``target`` (the paper aims at 10 verified instances per family)."""
+    rows = (
+        InstructionFamily.objects.filter(project=project)
+        .annotate(done=Count("instances", filter=Q(instances__status=Instance.Status.VERIFIED)),
+                  total=Count("instances"))
+        .values_list("name", "done", "total")
+    )
+    return coverage({name: (done, total) for name, done, total in rows}, target=target)
+
+
+def project_watch(*, project, coverage_target: int = DEFAULT_COVERAGE_TARGET) -> dict:
+    """The project's open rounds, each as in ``round_watch`` (without its own throughput), their
+    totals (spend per currency), the hourly throughput of all of them, and verified instances per
+    family against ``coverage_target``."""
+    rounds = list(CollectionRound.objects.filter(project=project, status=CollectionRound.Status.OPEN)
+                  .order_by("-opened_at", "-id"))
+    watches = [round_watch(round=round, coverage_target=coverage_target, with_throughput=False) for round in rounds]
+    spend: dict[str, dict] = defaultdict(lambda: {"spent": Decimal("0"), "budget_cap": Decimal("0"), "uncapped": 0})
+    for watch in watches:
+        entry = spend[watch["round"]["currency"]]
+        entry["spent"] += watch["spent"]
+        if watch["budget_cap"] is None:
+            entry["uncapped"] += 1
+        else:
+            entry["budget_cap"] += watch["budget_cap"]
+    assignments = Assignment.objects.filter(round__in=rounds)
+    return {
+        "project": {"slug": project.slug, "name": project.name},
+        "open_rounds": watches,
+        "totals": {
+            "rounds": len(watches),
+            "items": sum(w["items"] for w in watches),
+            "items_completed": sum(w["items_completed"] for w in watches),
+            "judgments_counted": sum(w["judgments_counted"] for w in watches),
+            "in_flight": sum(w["in_flight"] for w in watches),
+            "spend": [{"currency": currency, **entry} for currency, entry in sorted(spend.items())],
+        },
+        "throughput": throughput(assignments),
+        "coverage_target": coverage_target,
+        "verified_per_family": verified_per_family(project=project, target=coverage_target),
+    }

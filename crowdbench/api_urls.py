@@ -1,0 +1,32 @@
+"""The researcher REST API at /api/: one router over the modules of crowdbench/api/, the OpenAPI
+schema and its documentation page (assets served locally). The worker and provider endpoints
+(/api/work/, /api/providers/) are mounted separately in crowdbench/urls.py."""
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from .api import datasets, evaluations, projects, rounds
+
+app_name = "api"
+
+router = DefaultRouter()
+router.register("projects", projects.ProjectViewSet, basename="project")
+router.register("families", datasets.FamilyViewSet, basename="family")
+router.register("instances", datasets.InstanceViewSet, basename="instance")
+router.register("images", datasets.ImageViewSet, basename="image")
+router.register("review-sets", datasets.ReviewSetViewSet, basename="review-set")
+router.register("model-outputs", datasets.ModelOutputViewSet, basename="model-output")
+router.register("rounds", rounds.RoundViewSet, basename="round")
+router.register("items", rounds.WorkItemViewSet, basename="item")
+router.register("submissions", rounds.SubmissionViewSet, basename="submission")
+router.register("evaluations", evaluations.EvaluationViewSet, basename="evaluation")
+router.register("releases", projects.ReleaseViewSet, basename="release")
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    # A release's files keep their own names (no trailing slash), e.g. /api/releases/1/files/SHA256SUMS
+    path("releases/<int:pk>/files/<path:path>", projects.ReleaseViewSet.as_view({"get": "download"}),
+         name="release-download"),
+    *router.urls,
+]

@@ -1,0 +1,116 @@
+"""Releases in the cockpit: owners make them from a form, members list and download them; a release is
+made once per name and version, its files come back byte for byte, and no other file can be reached."""
+import hashlib
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from projects.models import Release
+
+from .results_data import judged_project
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def releases_root(settings, tmp_path):
+    settings.RELEASES_ROOT = tmp_path / "releases"
+    return settings.RELEASES_ROOT
+
+
+@pytest.fixture
+def data(project):
+    return judged_project(project)
+
+
+def make(client, name="study", version="1.0.0"):
+    return client.post(reverse("cockpit:releases", args=["study-a"]), {"name": name, "version": version})
+
+
+def downloaded(response) -> bytes:
+    return b"".join(response.streaming_content)
+
+
+def test_owner_makes_a_release_and_members_download_every_file_intact(client, researcher, collaborator, data,
+                                                                       releases_root):
+    client.force_login(researcher)
+    response = make(client)
+    assert response.status_code == 302
+    release = Release.objects.get(project__slug="study-a", name="study", version="1.0.0")
+    assert Path(release.directory) == (releases_root / "study-a" / "study-1.0.0").resolve()
+    assert release.created_by == researcher and release.counts["battles"] > 0
+
+    client.force_login(collaborator)  # a collaborator reads and downloads
+    page = client.get(reverse("cockpit:releases", args=["study-a"])).content.decode()
+    assert "study 1.0.0" in page and all(entry["sha256"] in page for entry in release.files.values())
+    sums = downloaded(client.get(reverse("cockpit:release-file", args=["study-a", release.pk, "SHA256SUMS"])))
+    listed = dict(reversed(line.split("  ", 1)) for line in sums.decode().splitlines())
+    assert set(listed) == set(release.files) and listed
+    for name, digest in listed.items():
+        assert reverse("cockpit:release-file", args=["study-a", release.pk, name]) in page
+        response = client.get(reverse("cockpit:release-file", args=["study-a", release.pk, name]))
+        assert response.status_code == 200 and "attachment" in response["Content-Disposition"]
+        assert hashlib.sha256(downloaded(response)).hexdigest() == digest == release.files[name]["sha256"]
+
+
+def test_the_same_name_and_version_again_is_a_409_and_changes_nothing(client, researcher, data, releases_root):
+    client.force_login(researcher)
+    assert make(client).status_code == 302
+    folder = releases_root / "study-a" / "study-1.0.0"
+    before = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+    again = make(client)
+    assert again.status_code == 409 and "exists; releases never change" in again.content.decode()
+    assert Release.objects.count() == 1
+    assert {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()} == before
+    assert sorted(p.name for p in (releases_root / "study-a").iterdir()) == ["study-1.0.0"]
+
+
+def test_collaborator_cannot_make_a_release(client, collaborator, data, releases_root):
+    client.force_login(collaborator)
+    page = client.get(reverse("cockpit:releases", args=["study-a"])).content.decode()
+    assert "Make release" not in page
+    assert make(client).status_code == 403
+    assert not Release.objects.exists() and not releases_root.exists()
+
+
+@pytest.mark.parametrize("name,version", [("../escape", "1.0.0"), ("study", "../../etc"), ("", "1.0.0"),
+                                          ("study", "1 0"), ("a" * 101, "1.0.0")])
+def test_bad_name_or_version_is_a_form_error_and_writes_nothing(client, researcher, project, releases_root,
+                                                                 name, version):
+    client.force_login(researcher)
+    response = make(client, name=name, version=version)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert ("Name:" in html) or ("Version:" in html)
+    assert not Release.objects.exists() and not releases_root.exists()
+
+
+def test_no_path_outside_the_release_can_be_downloaded(client, researcher, data, releases_root, settings):
+    client.force_login(researcher)
+    make(client)
+    release = Release.objects.get()
+    secret = releases_root / "study-a" / "secret.txt"
+    secret.write_text("not part of the release")
+    for relative in ("../secret.txt", "..%2Fsecret.txt", "%2e%2e/secret.txt", "/etc/passwd", "nope.csv",
+                     "visitbench/../../secret.txt"):
+        url = reverse("cockpit:release-file", args=["study-a", release.pk, "x"])[:-1] + relative
+        response = client.get(url)
+        assert response.status_code == 404, relative
+        assert b"not part of the release" not in (downloaded(response) if response.streaming else response.content)
+
+
+def test_releases_are_for_members_only(client, researcher, make_researcher, data):
+    client.force_login(researcher)
+    make(client)
+    release = Release.objects.get()
+    client.force_login(make_researcher("eve"))
+    assert client.get(reverse("cockpit:releases", args=["study-a"])).status_code == 404
+    assert client.get(reverse("cockpit:release-file", args=["study-a", release.pk, "SHA256SUMS"])).status_code == 404
+    assert make(client).status_code == 404
+    # A release of one project is not reachable under another, even by that project's owner.
+    from projects.services import create_project
+
+    create_project(name="Other", slug="other", owner=researcher)
+    client.force_login(researcher)
+    assert client.get(f"/projects/other/releases/{release.pk}/files/SHA256SUMS").status_code == 404
