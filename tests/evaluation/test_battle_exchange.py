@@ -200,7 +200,8 @@ def test_export_of_human_battles_imported_and_collected(published, project, tmp_
     instance.family.project = project
     instance.family.save()
     make_outputs(instance=instance, models=("model-x", "model-y"))
-    round_ = make_round(task_type="pairwise", targets=[tuple(instance.model_outputs.all())])
+    # The round belongs to the project, as every round built in the cockpit does.
+    round_ = make_round(task_type="pairwise", targets=[tuple(instance.model_outputs.all())], project=project)
     worker = make_worker()
     assignment = annotation_services.request_assignment(round=round_, worker=worker)
     choice = "left" if assignment.presentation["left"] == "b" else "right"  # model-y wins

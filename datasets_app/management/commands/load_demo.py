@@ -49,7 +49,8 @@ class Command(BaseCommand):
         self.stdout.write(f"Open for you to try: {', '.join(still_open)}.")
         self.stdout.write("")
         self.stdout.write(f"  Platform:         {base}/")
-        self.stdout.write(f"  Researcher admin: {base}/admin/   login {RESEARCHER} / {passwords[RESEARCHER]}")
+        self.stdout.write(f"  Researcher:       {base}/projects/{project.slug}/   login {RESEARCHER} / {passwords[RESEARCHER]}")
+        self.stdout.write(f"  Django admin:     {base}/admin/   (same login)")
         for name in WORKERS:
             self.stdout.write(f"  Worker pages:     {base}/work/      login {name} / {passwords[name]}")
         self.stdout.write("")
