@@ -21,38 +21,46 @@ RANKING_COLUMNS = [
 ]
 
 
-def _judgments(*, task_type: str, round: CollectionRound | None):
-    """Assignments that count as data: submitted, not rejected, confirmed by the provider."""
+def _judgments(*, task_type: str, round: CollectionRound | None, include_gold: bool = False):
+    """Assignments that count as data: submitted, not rejected, confirmed by the provider, and (unless
+    ``include_gold``, for scoring workers) not on a gold / attention item: gold never enters
+    evaluation data."""
     assignments = Assignment.objects.counted().filter(round__task_type=task_type)
+    if not include_gold:
+        assignments = assignments.filter(item__is_gold=False)
     if round is not None:
         assignments = assignments.filter(round=round)
     return assignments.order_by("submitted_at", "id")
 
 
-def _rows(*, kind: str, round: CollectionRound | None) -> list[dict]:
+def _rows(*, kind: str, round: CollectionRound | None, include_gold: bool = False) -> list[dict]:
     """The rows every task type that yields ``kind`` contributes, type by type in submission order."""
     rows = []
     for handler in task_types_yielding(kind):
-        for assignment in handler.judgment_queryset(_judgments(task_type=handler.key, round=round)):
+        judgments = _judgments(task_type=handler.key, round=round, include_gold=include_gold)
+        for assignment in handler.judgment_queryset(judgments):
             rows.extend(handler.judgment_rows(assignment))
     return rows
 
 
-def pairwise_battles(round: CollectionRound | None = None) -> pd.DataFrame:
+def pairwise_battles(round: CollectionRound | None = None, *, include_gold: bool = False) -> pd.DataFrame:
     """One row per human pairwise judgment, in submission order (online Elo uses this order).
+
+    Judgments on gold items are left out unless ``include_gold`` (worker quality scores them).
 
     ``winner`` is "model_a" or "model_b" (forced choice: humans never tie); ``category`` is the
     instance's instruction family; ``left`` says which side was shown on the left.
     """
-    return pd.DataFrame(_rows(kind="battles", round=round), columns=BATTLE_COLUMNS)
+    return pd.DataFrame(_rows(kind="battles", round=round, include_gold=include_gold), columns=BATTLE_COLUMNS)
 
 
-def ranking_judgments(round: CollectionRound | None = None) -> pd.DataFrame:
-    """Long format: one row per (review set, annotator, review) with rank 1 = best.
+def ranking_judgments(round: CollectionRound | None = None, *, include_gold: bool = False) -> pd.DataFrame:
+    """Long format: one row per (review set, annotator, review) with rank 1 = best; gold items are
+    left out unless ``include_gold``.
 
     ``item_id`` is the review set (the IRR item), so items ranked in several rounds pool together.
     """
-    return pd.DataFrame(_rows(kind="rankings", round=round), columns=RANKING_COLUMNS)
+    return pd.DataFrame(_rows(kind="rankings", round=round, include_gold=include_gold), columns=RANKING_COLUMNS)
 
 
 def worker_progress(*, round: CollectionRound, worker: Worker) -> dict:

@@ -554,13 +554,21 @@ def on_item_completed(*, item: WorkItem) -> None:
     """
     handler = get_task_type(item.round.task_type)
     _store_aggregate(item=item, handler=handler)
-    handler.on_completed(item)
+    if not item.is_gold:  # a gold item scores workers; it decides nothing about the benchmark data
+        handler.on_completed(item)
     logger.info("item %s of round %s completed", item.pk, item.round_id)
+
+
+def gold_summary(item: WorkItem) -> dict:
+    """The aggregate of a gold / attention item: how many counted answers passed its check. The task
+    type's aggregation (verdicts, majority winners) never runs on gold, so gold enters no evaluation data."""
+    passed = list(item.assignments.counted().values_list("gold_passed", flat=True))
+    return {"gold": True, "judgments": len(passed), "passed": sum(1 for value in passed if value)}
 
 
 def _store_aggregate(*, item: WorkItem, handler) -> None:
     try:
-        item.aggregate_result = handler.aggregate(item)
+        item.aggregate_result = gold_summary(item) if item.is_gold else handler.aggregate(item)
     except ValidationError as error:
         raise InvalidTransition(_message(error)) from None
     item.save(update_fields=["aggregate_result"])
@@ -657,6 +665,8 @@ def _after_rejection(*, item_id: int) -> None:
     if item.round.status == CollectionRound.Status.OPEN:
         item.completed_at = None
         item.save(update_fields=["completed_at"])
+        if item.is_gold:
+            return
         try:
             handler.on_reopened(item)
         except ValidationError as error:
@@ -696,6 +706,7 @@ __all__ = [
     "create_round",
     "expire_stale_assignments",
     "get_or_create_local_worker",
+    "gold_summary",
     "on_item_completed",
     "open_round",
     "record_confirmation",
