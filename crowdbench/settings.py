@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "evaluation",
     "llm",
     "projects",
+    "quality",  # worker quality, agreement reports (above annotation and evaluation, below the cockpit)
     "cockpit",
 ]
 

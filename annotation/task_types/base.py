@@ -144,6 +144,11 @@ class TaskType:
         on a gold item the right answer with probability ``accuracy``."""
         raise NotImplementedError
 
+    def quality_label(self, assignment: Assignment) -> str | None:
+        """The judgment as one categorical label (e.g. the pairwise winner), for agreement with the
+        majority and Dawid–Skene reliability; None for types whose answers are not one choice."""
+        return None
+
     def gold_question(self, item: WorkItem) -> dict | None:
         """A multiple-choice question from a gold item, for qualification tests:
         {"text", "choices": [(value, label)], "expected"}; None when the item has no choice to score."""

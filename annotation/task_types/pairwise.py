@@ -122,6 +122,9 @@ class PairwiseTask(TaskType):
         winner = gold_choice(rng=rng, accuracy=accuracy, choices=["a", "b"], expected=expected)
         return {"choice": next(side for side in CHOICES if assignment.presentation[side] == winner)}
 
+    def quality_label(self, assignment):
+        return (assignment.result or {}).get("winner")
+
     def gold_question(self, item):
         if item.gold_answer.get("winner") not in ("a", "b"):
             return None

@@ -149,6 +149,9 @@ class VerificationTask(TaskType):
                               expected=expected)
         return {"outcome": outcome, "harmful": False, "comment": ""}
 
+    def quality_label(self, assignment):
+        return (assignment.payload or {}).get("outcome")
+
     def gold_question(self, item):
         choices = [(str(value), str(label)) for value, label in WORKER_OUTCOMES]
         if item.gold_answer.get("outcome") not in dict(choices):
