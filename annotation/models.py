@@ -83,6 +83,30 @@ class Worker(models.Model):
         return f"{self.provider}:{self.external_id}"
 
 
+class Qualification(models.Model):
+    """A worker allowed onto a project's rounds that ask for qualified workers (``qualified_only``).
+    Granted only through ``annotation.services.grant_qualification``."""
+
+    class Source(models.TextChoices):
+        OWNER = "owner", _("Allow-listed by an owner")
+        QUALIFYING_ROUND = "qualifying_round", _("Passed the qualifying round")
+
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="qualifications")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="qualifications")
+    source = models.CharField(max_length=20, choices=Source.choices)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "worker_id"]
+        constraints = [models.UniqueConstraint(fields=["worker", "project"], name="one_qualification_per_project")]
+
+    def __str__(self) -> str:
+        return f"worker {self.worker_id} qualified for project {self.project_id}"
+
+
 def validate_task_type(value: str) -> None:
     from .task_types import REGISTRY
 
@@ -106,8 +130,9 @@ def validate_qualification_rules(value: object) -> None:
     for key in ("min_approved_tasks", "max_tasks_per_worker"):
         if key in value and (not isinstance(value[key], int) or isinstance(value[key], bool) or value[key] < 0):
             raise ValidationError(_("%(key)s must be a non-negative integer."), params={"key": key})
-    if "language_matched" in value and not isinstance(value["language_matched"], bool):
-        raise ValidationError(_("language_matched must be true or false."))
+    for key in ("language_matched", "qualified_only"):
+        if key in value and not isinstance(value[key], bool):
+            raise ValidationError(_("%(key)s must be true or false."), params={"key": key})
     if "providers" in value:
         providers = value["providers"]
         if not isinstance(providers, list) or not all(
@@ -125,6 +150,8 @@ QUALIFICATION_RULES = {
     "providers": "crowd providers whose workers may take part",
     "language_matched": "true: only workers who list the round's language (IRR ranks each language "
     "with its own speakers)",
+    "qualified_only": "true: only workers qualified for the round's project (allow-listed by an owner "
+    "or through its qualifying round)",
 }
 
 

@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 
 from crowdbench.errors import ServiceError
 
-from .models import Assignment, CollectionRound, Worker, WorkItem
+from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
 from .task_types import get_task_type
 
 logger = logging.getLogger(__name__)
@@ -97,6 +97,16 @@ def get_or_create_local_worker(*, user) -> Worker:
         provider=Worker.LOCAL, external_id=str(user.pk), defaults={"user": user}
     )
     return worker
+
+
+@transaction.atomic
+def grant_qualification(*, worker: Worker, project, source: str, granted_by=None) -> tuple[Qualification, bool]:
+    """Allow the worker onto the project's ``qualified_only`` rounds; (the qualification, whether new)."""
+    if project is None:
+        raise InvalidTransition(_("Only rounds of a project have qualified workers."))
+    return Qualification.objects.get_or_create(
+        worker=worker, project=project, defaults={"source": source, "granted_by": granted_by}
+    )
 
 
 # --- rounds ----------------------------------------------------------------------------------------
@@ -222,6 +232,10 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker) -> None:
     if rules.get("language_matched") and round.language not in (worker.languages or []):
         raise NotQualified(_("This round is for workers who work in %(language)s.")
                            % {"language": round.get_language_display()})
+    if rules.get("qualified_only") and not Qualification.objects.filter(
+        worker=worker, project_id=round.project_id
+    ).exists():
+        raise NotQualified(_("This round is for workers who passed its project's qualification."))
     if rules.get("min_approved_tasks"):
         approved = Assignment.objects.filter(
             worker=worker, review_status=Assignment.ReviewStatus.APPROVED
@@ -706,6 +720,7 @@ __all__ = [
     "create_round",
     "expire_stale_assignments",
     "get_or_create_local_worker",
+    "grant_qualification",
     "gold_summary",
     "on_item_completed",
     "open_round",

@@ -539,6 +539,24 @@ def block_worker(*, worker: Worker, reason: str) -> Worker:
     return worker
 
 
+def qualify_worker(*, worker: Worker, project, granted_by=None, source: str = "owner") -> list[str]:
+    """Qualify the worker for the project's rounds: here (the allow-list the engine checks for
+    ``qualified_only`` rounds) and at the provider, on every qualification type the project's
+    publications there require (MTurk). Returns the provider qualification ids granted."""
+    crowd.grant_qualification(worker=worker, project=project, source=source, granted_by=granted_by)
+    publications = Publication.objects.filter(round__project=project, provider=worker.provider)
+    required = {}
+    for publication in publications:
+        options = publication.details.get("options") or {}
+        if options.get("qualification_type_id"):
+            required[options["qualification_type_id"]] = int(options.get("qualification_min_score", 1))
+    if required:
+        provider = get_provider(worker.provider)
+        for qualification, value in sorted(required.items()):
+            provider.qualify(worker=worker, qualification=qualification, value=value)
+    return sorted(required)
+
+
 def expire_round(*, round: CollectionRound, providers: dict | None = None) -> list[Publication]:
     """Stop new work on every publication of the round (submitted work can still be reviewed)."""
     expired = []
