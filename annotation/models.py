@@ -127,9 +127,13 @@ def validate_qualification_rules(value: object) -> None:
             _("Unknown qualification rules: %(unknown)s; known: %(known)s"),
             params={"unknown": ", ".join(sorted(unknown)), "known": ", ".join(QUALIFICATION_RULES)},
         )
-    for key in ("min_approved_tasks", "max_tasks_per_worker"):
+    for key in ("min_approved_tasks", "max_tasks_per_worker", "warn_after_failed_checks", "stop_after_failed_checks"):
         if key in value and (not isinstance(value[key], int) or isinstance(value[key], bool) or value[key] < 0):
             raise ValidationError(_("%(key)s must be a non-negative integer."), params={"key": key})
+    if "min_gold_accuracy_for_approval" in value:
+        share = value["min_gold_accuracy_for_approval"]
+        if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
+            raise ValidationError(_("min_gold_accuracy_for_approval must be a number from 0 to 1, or null."))
     for key in ("language_matched", "qualified_only"):
         if key in value and not isinstance(value[key], bool):
             raise ValidationError(_("%(key)s must be true or false."), params={"key": key})
@@ -152,6 +156,17 @@ QUALIFICATION_RULES = {
     "with its own speakers)",
     "qualified_only": "true: only workers qualified for the round's project (allow-listed by an owner "
     "or through its qualifying round)",
+    "warn_after_failed_checks": "failed gold checks in the round after which the worker is warned (default 2; 0 never)",
+    "stop_after_failed_checks": "failed gold checks in the round after which the worker gets no more of its "
+    "tasks (default 5; 0 never)",
+    "min_gold_accuracy_for_approval": "share of the worker's gold checks in the round that must pass for "
+    "pay_round to approve their work automatically; the rest waits for review (default: no minimum)",
+}
+
+# The quality policy of a round unless its qualification_rules say otherwise (in the spirit of
+# Potato's attention checks: warn after 2 failures, stop after 5).
+QUALITY_POLICY_DEFAULTS = {
+    "warn_after_failed_checks": 2, "stop_after_failed_checks": 5, "min_gold_accuracy_for_approval": None,
 }
 
 
@@ -229,6 +244,12 @@ class CollectionRound(models.Model):
             raise ValidationError({"follow_up_round": _(
                 "A %(type)s round cannot feed a %(next)s round; the rounds that can be chained: %(chains)s."
             ) % {"type": self.task_type, "next": self.follow_up_round.task_type, "chains": chains}})
+
+    @property
+    def quality_policy(self) -> dict:
+        """Warn and stop thresholds (failed gold checks) and the minimum gold accuracy for automatic approval."""
+        rules = self.qualification_rules or {}
+        return {key: rules.get(key, default) for key, default in QUALITY_POLICY_DEFAULTS.items()}
 
     @property
     def task_type_handler(self):

@@ -7,6 +7,7 @@ from decimal import Decimal
 import pandas as pd
 from django.db.models import Count, Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from .models import Assignment, CollectionRound, Worker
 from .task_types import task_types_yielding
@@ -70,6 +71,38 @@ def worker_progress(*, round: CollectionRound, worker: Worker) -> dict:
     limit = (round.qualification_rules or {}).get("max_tasks_per_worker")
     total = min(items, limit) if limit is not None else items
     return {"done": done, "total": total}
+
+
+def quality_warning(*, round: CollectionRound, worker: Worker) -> str:
+    """The round's warning to a worker who failed as many check questions as its policy allows
+    before warning (empty otherwise)."""
+    from .services import failed_checks
+
+    policy = round.quality_policy
+    warn_after, stop_after = policy["warn_after_failed_checks"], policy["stop_after_failed_checks"]
+    failed = failed_checks(round=round, worker=worker) if warn_after else 0
+    if not warn_after or failed < warn_after:
+        return ""
+    if stop_after:
+        return _("%(failed)d of your answers to check questions were wrong. Please read each task carefully: "
+                 "after %(stop)d wrong answers this round gives you no more tasks.") % {
+            "failed": failed, "stop": stop_after}
+    return _("%(failed)d of your answers to check questions were wrong. Please read each task carefully.") % {
+        "failed": failed}
+
+
+def approval_split(*, round: CollectionRound, assignments):
+    """(approvable, held): the round's approval policy applied to submitted assignments. With a minimum
+    gold accuracy, only workers whose gold answers in the round reach it are approved automatically;
+    the others' work (and that of workers with no gold answer) waits for a researcher's review."""
+    minimum = round.quality_policy["min_gold_accuracy_for_approval"]
+    if minimum is None:
+        return assignments, assignments.none()
+    gold = (Assignment.objects.submitted().filter(round=round, gold_passed__isnull=False)
+            .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+            .values("worker").annotate(answers=Count("pk"), passed=Count("pk", filter=Q(gold_passed=True))))
+    good = [row["worker"] for row in gold if row["passed"] >= minimum * row["answers"]]
+    return assignments.filter(worker__in=good), assignments.exclude(worker__in=good)
 
 
 def open_rounds_for_worker(*, worker: Worker) -> list[dict]:

@@ -236,6 +236,10 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker) -> None:
         worker=worker, project_id=round.project_id
     ).exists():
         raise NotQualified(_("This round is for workers who passed its project's qualification."))
+    stop_after = round.quality_policy["stop_after_failed_checks"]
+    if stop_after and failed_checks(round=round, worker=worker) >= stop_after:
+        raise NotQualified(_("Too many of your answers to check questions in this round were wrong; it has "
+                             "no more tasks for you."))
     if rules.get("min_approved_tasks"):
         approved = Assignment.objects.filter(
             worker=worker, review_status=Assignment.ReviewStatus.APPROVED
@@ -245,6 +249,11 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker) -> None:
                 _("This round needs %(needed)d approved tasks; you have %(have)d.")
                 % {"needed": rules["min_approved_tasks"], "have": approved}
             )
+
+
+def failed_checks(*, round: CollectionRound, worker: Worker) -> int:
+    """The worker's submitted answers to the round's gold / attention items that failed their check."""
+    return Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed=False).count()
 
 
 def _slots_taken_subquery():
@@ -719,6 +728,7 @@ __all__ = [
     "close_round",
     "create_round",
     "expire_stale_assignments",
+    "failed_checks",
     "get_or_create_local_worker",
     "grant_qualification",
     "gold_summary",

@@ -49,6 +49,7 @@ def round_page(request, round_id: int):
                 "handler": round.task_type_handler,
                 "task": task,
                 "progress": progress,
+                "quality_warning": selectors.quality_warning(round=round, worker=worker),
                 "seconds_left": selectors.seconds_left(assignment),
             },
         )

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound, Worker, WorkItem
+from annotation.selectors import approval_split
 
 from .base import (
     CostEstimate,
@@ -358,6 +359,7 @@ class PayReport:
     # the pay call). Never resent automatically; see ``resend_unsettled_bonus``.
     awaiting_settlement: list[tuple[int, str, Decimal, int | None]] = field(default_factory=list)
     skipped_for_budget: int = 0
+    held_for_review: int = 0  # submissions the round's approval policy leaves to a researcher
     top_up_per_task: Decimal = Decimal("0.00")
     errors: list[str] = field(default_factory=list)
     sync: SyncReport | None = None
@@ -436,6 +438,9 @@ def pay_round(
         Assignment.objects.counted().filter(round=round, review_status=Assignment.ReviewStatus.SUBMITTED)
         .select_related("worker", "round").order_by("pk")
     )
+    # The round's approval policy (minimum gold accuracy) holds the rest back for a researcher's review.
+    pending, held = approval_split(round=round, assignments=pending)
+    report.held_for_review = held.count()
     reviewed = review_submissions(assignments=pending, decision=APPROVE, feedback=feedback, providers=cache)
     report.approved = len(reviewed.done)
     report.errors += [f"assignment {assignment.pk}: {message}" for assignment, message in reviewed.failed]
