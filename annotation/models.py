@@ -187,6 +187,14 @@ class CollectionRound(models.Model):
     )
     language = models.CharField(max_length=8, choices=Language.choices, default=Language.ENGLISH)
     workers_per_item = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    # Adaptive overlap: start each item with this many workers and add more, up to workers_per_item,
+    # only while the final majority is still open (e.g. pairwise 3 -> 5). Empty: a fixed
+    # workers_per_item (the paper's fixed 5, for exact reproduction).
+    min_workers_per_item = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Adaptive overlap: workers per item to start with; more are added up to workers per item "
+        "only while the majority is open. Empty: always workers per item.",
+    )
     reward_per_task = models.DecimalField(
         max_digits=8, decimal_places=2, default=Decimal("0.00"), validators=[MinValueValidator(0)]
     )
@@ -233,6 +241,16 @@ class CollectionRound(models.Model):
         return f"{self.name} ({self.task_type}, {self.status})"
 
     def clean(self) -> None:
+        if self.min_workers_per_item is not None:
+            if self.min_workers_per_item > self.workers_per_item:
+                raise ValidationError({"min_workers_per_item": _(
+                    "Adaptive overlap starts with at most workers per item (%(max)d).") % {"max": self.workers_per_item}})
+            from .task_types import REGISTRY
+
+            if self.task_type in REGISTRY and not REGISTRY.get(self.task_type).adaptive_overlap:
+                raise ValidationError({"min_workers_per_item": _(
+                    "%(type)s rounds have no single choice to take a majority of; adaptive overlap needs one.")
+                    % {"type": self.task_type}})
         if self.follow_up_round_id is None:
             return
         # Each task type names the type of round it may feed (VisIT-Bench order).

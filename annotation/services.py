@@ -120,6 +120,7 @@ def create_round(
     created_by=None,
     language: str = "en",
     workers_per_item: int = 1,
+    min_workers_per_item: int | None = None,
     reward_per_task: Decimal = Decimal("0.00"),
     currency: str = "USD",
     target_hourly_wage: Decimal = Decimal("18.00"),
@@ -136,6 +137,7 @@ def create_round(
         created_by=created_by,
         language=language,
         workers_per_item=workers_per_item,
+        min_workers_per_item=min_workers_per_item,
         reward_per_task=reward_per_task,
         currency=currency,
         target_hourly_wage=target_hourly_wage,
@@ -256,6 +258,33 @@ def failed_checks(*, round: CollectionRound, worker: Worker) -> int:
     return Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed=False).count()
 
 
+def judgments_needed(*, item: WorkItem, handler=None) -> int:
+    """How many counted judgments the item needs now. Fixed rounds: ``workers_per_item``. With adaptive
+    overlap (``min_workers_per_item``): that many to start with; then, while the majority at
+    ``workers_per_item`` votes is still open, the fewest further votes that could settle it, up to
+    ``workers_per_item``; once no further vote can change the majority, the judgments it has."""
+    round = item.round
+    k_max, k_min = round.workers_per_item, round.min_workers_per_item
+    if k_min is None or k_min >= k_max:
+        return k_max
+    handler = handler or get_task_type(round.task_type)
+    labels = [handler.quality_label(assignment) for assignment in item.assignments.counted().select_related("item")]
+    if len(labels) < k_min:
+        return k_min
+    leader = max((labels.count(label) for label in set(labels)), default=0)
+    settled_at = k_max // 2 + 1  # a strict majority of k_max votes
+    return min(k_max, len(labels) + max(settled_at - leader, 0))
+
+
+def overlap_savings(*, round: CollectionRound) -> dict:
+    """What adaptive overlap saved: judgments on completed items against ``workers_per_item`` each."""
+    completed = round.items.filter(completed_at__isnull=False)
+    judgments = Assignment.objects.counted().filter(item__in=completed).count()
+    fixed = completed.count() * round.workers_per_item
+    return {"items_completed": completed.count(), "judgments": judgments, "fixed_judgments": fixed,
+            "saved": fixed - judgments, "saved_share": (fixed - judgments) / fixed if fixed else 0.0}
+
+
 def _slots_taken_subquery():
     held = (
         Assignment.objects.holding_a_slot()
@@ -277,9 +306,9 @@ def _take_locked_item(
         return None
     if Assignment.objects.filter(item=item, worker=worker).exists():
         return None
-    if Assignment.objects.holding_a_slot().filter(item=item).count() >= round.workers_per_item:
-        return None
     handler = get_task_type(round.task_type)
+    if Assignment.objects.holding_a_slot().filter(item=item).count() >= judgments_needed(item=item, handler=handler):
+        return None
     if not item_fits(item=item, handler=handler):
         return None
     assignment = Assignment(
@@ -562,7 +591,7 @@ def _complete_item_if_done(*, item_id: int, now: datetime) -> None:
         return
     # Only confirmed judgments complete an item: forged or not-yet-confirmed provider work never does.
     judgments = Assignment.objects.counted().filter(item=item).count()
-    if judgments >= item.round.workers_per_item:
+    if judgments >= judgments_needed(item=item):
         item.completed_at = now
         item.save(update_fields=["completed_at"])
         on_item_completed(item=item)
@@ -730,6 +759,8 @@ __all__ = [
     "expire_stale_assignments",
     "failed_checks",
     "get_or_create_local_worker",
+    "judgments_needed",
+    "overlap_savings",
     "grant_qualification",
     "gold_summary",
     "on_item_completed",

@@ -41,6 +41,8 @@ class TaskType:
     follow_up_type: ClassVar[str | None] = None
     # What the evaluation reads get from this type's judgments: "battles", "rankings" or None.
     yields: ClassVar[str | None] = None
+    # Whether rounds of this type may use adaptive overlap (its judgments have a ``quality_label``).
+    adaptive_overlap: ClassVar[bool] = False
 
     # --- items ---------------------------------------------------------------------------------
 

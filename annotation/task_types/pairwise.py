@@ -122,6 +122,8 @@ class PairwiseTask(TaskType):
         winner = gold_choice(rng=rng, accuracy=accuracy, choices=["a", "b"], expected=expected)
         return {"choice": next(side for side in CHOICES if assignment.presentation[side] == winner)}
 
+    adaptive_overlap = True
+
     def quality_label(self, assignment):
         return (assignment.result or {}).get("winner")
 

@@ -149,6 +149,8 @@ class VerificationTask(TaskType):
                               expected=expected)
         return {"outcome": outcome, "harmful": False, "comment": ""}
 
+    adaptive_overlap = True
+
     def quality_label(self, assignment):
         return (assignment.payload or {}).get("outcome")
 
