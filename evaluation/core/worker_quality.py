@@ -53,8 +53,8 @@ class Reliability:
     @property
     def differing_tasks(self) -> int:
         """Tasks whose weighted label differs from a decided plain majority."""
-        decided = self.majority.notna()
-        return int((self.labels[decided] != self.majority[decided]).sum())
+        majority = self.majority[self.majority.notna()]
+        return int((self.labels.reindex(majority.index) != majority).sum())
 
 
 def dawid_skene(votes: pd.DataFrame, *, n_iter: int = 100, tol: float = 1e-5) -> Reliability:

@@ -127,3 +127,11 @@ def test_dawid_skene_weighs_reliable_workers_over_a_plain_majority():
     assert (model.majority == "x").all()
     assert model.differing_tasks == 10
     assert model.workers["careful-1"] > model.workers["lazy-1"]
+
+
+def test_weighted_and_plain_labels_are_compared_task_by_task_with_ties_left_out():
+    # Tasks in no sorted order, and task 3 tied: crowd-kit keeps first-seen order, the majority is sorted.
+    rows = [(task, worker, "x") for task in (9, 2, 7, 1) for worker in ("w", "ww")] + [(3, "w", "x"), (3, "ww", "y")]
+    model = dawid_skene(pd.DataFrame(rows, columns=["task", "worker", "label"]))
+    assert model.majority.isna().sum() == 1
+    assert model.differing_tasks == 0
