@@ -130,6 +130,10 @@ def validate_qualification_rules(value: object) -> None:
     for key in ("min_approved_tasks", "max_tasks_per_worker", "warn_after_failed_checks", "stop_after_failed_checks"):
         if key in value and (not isinstance(value[key], int) or isinstance(value[key], bool) or value[key] < 0):
             raise ValidationError(_("%(key)s must be a non-negative integer."), params={"key": key})
+    if "qualifies_for_project" in value:
+        share = value["qualifies_for_project"]
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+            raise ValidationError(_("qualifies_for_project must be a number above 0 and at most 1."))
     if "min_gold_accuracy_for_approval" in value:
         share = value["min_gold_accuracy_for_approval"]
         if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
@@ -156,6 +160,8 @@ QUALIFICATION_RULES = {
     "with its own speakers)",
     "qualified_only": "true: only workers qualified for the round's project (allow-listed by an owner "
     "or through its qualifying round)",
+    "qualifies_for_project": "this round is its project's qualifying round (gold items, with feedback after "
+    "each answer): a worker who answers all its items with at least this share right is qualified",
     "warn_after_failed_checks": "failed gold checks in the round after which the worker is warned (default 2; 0 never)",
     "stop_after_failed_checks": "failed gold checks in the round after which the worker gets no more of its "
     "tasks (default 5; 0 never)",

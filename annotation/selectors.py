@@ -146,3 +146,22 @@ def round_progress(*, round: CollectionRound) -> dict:
         "effective_hourly_wage": effective_wage,
         "target_hourly_wage": round.target_hourly_wage,
     }
+
+
+def qualifying_feedback(*, round: CollectionRound, worker: Worker) -> dict | None:
+    """In a qualifying round: what the worker is told about their last answer and, once every item
+    is answered, whether they qualified; None in other rounds or before the first answer."""
+    from .services import qualifying_result
+
+    result = qualifying_result(round=round, worker=worker)
+    if result is None or not result["answers"]:
+        return None
+    last = (Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed__isnull=False)
+            .select_related("item", "round").order_by("-submitted_at", "-pk").first())
+    outcome = ""
+    if result["finished"]:
+        outcome = (_("You passed the qualification (%(passed)d of %(answers)d right): this project's other "
+                     "rounds are open to you.") if result["qualified"] else
+                   _("You did not pass the qualification (%(passed)d of %(answers)d right).")) % result
+    return {"last": round.task_type_handler.gold_feedback(last), "passed": bool(last.gold_passed),
+            "outcome": outcome, **result}

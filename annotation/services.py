@@ -577,7 +577,28 @@ def submit_assignment(
         assignment.full_clean(validate_constraints=False)
         assignment.save()
         _complete_item_if_done(item_id=item.pk, now=now)
+        _qualify_if_passed(round=assignment.round, worker=worker)
     return SubmitOutcome(assignment=assignment, created=True)
+
+
+def qualifying_result(*, round: CollectionRound, worker: Worker) -> dict | None:
+    """In a qualifying round (rule ``qualifies_for_project``): the worker's gold answers, how many
+    passed, whether all items are answered and whether that passes; None in any other round."""
+    threshold = (round.qualification_rules or {}).get("qualifies_for_project")
+    if threshold is None:
+        return None
+    answered = list(Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed__isnull=False)
+                    .values_list("gold_passed", flat=True))
+    finished = len(answered) >= round.items.filter(is_gold=True).count()
+    passed = sum(answered)
+    return {"answers": len(answered), "passed": passed, "finished": finished,
+            "qualified": finished and bool(answered) and passed >= threshold * len(answered)}
+
+
+def _qualify_if_passed(*, round: CollectionRound, worker: Worker) -> None:
+    result = qualifying_result(round=round, worker=worker)
+    if result and result["qualified"] and round.project_id is not None:
+        grant_qualification(worker=worker, project=round.project, source=Qualification.Source.QUALIFYING_ROUND)
 
 
 def _complete_item_if_done(*, item_id: int, now: datetime) -> None:
@@ -759,6 +780,7 @@ __all__ = [
     "expire_stale_assignments",
     "failed_checks",
     "get_or_create_local_worker",
+    "qualifying_result",
     "judgments_needed",
     "overlap_savings",
     "grant_qualification",

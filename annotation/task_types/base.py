@@ -151,6 +151,11 @@ class TaskType:
         majority and Dawid–Skene reliability; None for types whose answers are not one choice."""
         return None
 
+    def gold_feedback(self, assignment: Assignment) -> str:
+        """What a worker is told after answering a gold item of a qualifying round, in the terms
+        their page used; types with a nameable right answer say which it was."""
+        return _("Your answer was right.") if assignment.gold_passed else _("Your answer was not right.")
+
     def gold_question(self, item: WorkItem) -> dict | None:
         """A multiple-choice question from a gold item, for qualification tests:
         {"text", "choices": [(value, label)], "expected"}; None when the item has no choice to score."""

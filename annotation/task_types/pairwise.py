@@ -124,6 +124,14 @@ class PairwiseTask(TaskType):
 
     adaptive_overlap = True
 
+    def gold_feedback(self, assignment):
+        if assignment.gold_passed:
+            return _("Your answer was right.")
+        expected = assignment.item.gold_answer.get("winner")
+        side = "left" if assignment.presentation.get("left") == expected else "right"
+        return _("Your answer was not right: the %(side)s response was the better one.") % {
+            "side": _("left") if side == "left" else _("right")}
+
     def quality_label(self, assignment):
         return (assignment.result or {}).get("winner")
 

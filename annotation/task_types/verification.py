@@ -151,6 +151,14 @@ class VerificationTask(TaskType):
 
     adaptive_overlap = True
 
+    def gold_feedback(self, assignment):
+        if assignment.gold_passed:
+            return _("Your answer was right.")
+        expected = dict(WORKER_OUTCOMES).get(assignment.item.gold_answer.get("outcome"))
+        if expected is None:
+            return _("Your answer was not right.")
+        return _("Your answer was not right: the right judgment was “%(label)s”.") % {"label": expected}
+
     def quality_label(self, assignment):
         return (assignment.payload or {}).get("outcome")
 
