@@ -174,9 +174,11 @@ def request_provider_assignment(
     ).first()
     if existing is not None:
         return existing
-    if (round.qualification_rules or {}).get("language_matched") and round.language not in worker.languages:
+    if ((round.qualification_rules or {}).get("language_matched") and round.language not in worker.languages
+            and get_provider(worker.provider).screens_language(round=round)):
         # The provider screens language at publish time (MTurk locale requirements, Prolific's
         # language filters): a worker it sends to this round is recorded as working in its language.
+        # A Prolific study without a language filter screens nothing, so its participants are not.
         worker.languages = [*worker.languages, round.language]
         worker.save(update_fields=["languages"])
     assignment = crowd.request_assignment(
