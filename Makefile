@@ -84,6 +84,7 @@ bench: install-dev
 	$(BIN)/python bench/irr.py
 	$(BIN)/python bench/llm_batch.py
 	$(BIN)/python bench/export.py
+	$(BIN)/python bench/quality.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media staticfiles .pytest_cache .hypothesis
