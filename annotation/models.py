@@ -433,6 +433,16 @@ class Assignment(models.Model):
         null=True, blank=True, help_text="The submission in item terms (e.g. winner a/b)."
     )
     gold_passed = models.BooleanField(null=True, blank=True)
+    # Guardrails against machine-written answers (instruction and caption tasks): what the page
+    # recorded, and flags for the review queue (flagged, never rejected automatically).
+    input_stats = models.JSONField(
+        null=True, blank=True,
+        help_text='Recorded by the page: {"pastes": n, "pasted_chars": n, "typing_seconds": s}.',
+    )
+    flags = models.JSONField(
+        default=list, blank=True,
+        help_text='For review, e.g. {"kind": "near_duplicate", "of": "worker", "assignment": 12, "similarity": 0.96}.',
+    )
     confirmation = models.CharField(
         max_length=20, choices=Confirmation.choices, default=Confirmation.UNCONFIRMED, db_index=True,
         help_text="Local workers are confirmed by construction; provider work once the provider shows it.",

@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 
 from crowdbench.errors import ServiceError
 
+from . import guardrails
 from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
 from .task_types import get_task_type
 
@@ -544,6 +545,12 @@ def submit_assignment(
             raise _invalid_submission(error) from None
         uploads = {key: value for key, value in validated.items() if key.startswith("_")}
         payload = {key: value for key, value in validated.items() if not key.startswith("_")}
+        input_stats = None
+        if handler.records_typing:
+            try:
+                input_stats = guardrails.clean_input_stats(data.get("typing"))
+            except ValidationError as error:
+                raise _invalid_submission(error) from None
 
         if assignment.status == Assignment.Status.SUBMITTED:
             if assignment.payload == payload:
@@ -564,11 +571,16 @@ def submit_assignment(
         assignment.submitted_at = now
         assignment.duration_seconds = max((now - assignment.accepted_at).total_seconds(), 0.0)
         assignment.result = handler.result(assignment)
+        assignment.input_stats = input_stats
         try:
             with transaction.atomic():
                 handler.apply(assignment, uploads=uploads)
         except ValidationError as error:
             raise _invalid_submission(error) from None
+        if handler.written_texts(assignment):
+            others = (Assignment.objects.submitted().filter(item=assignment.item_id)
+                      .exclude(worker=assignment.worker_id).order_by("pk"))
+            assignment.flags = guardrails.flags_for(assignment=assignment, handler=handler, others=others)
         item = assignment.item
         if item.is_gold:
             assignment.gold_passed = all(

@@ -43,6 +43,8 @@ class TaskType:
     yields: ClassVar[str | None] = None
     # Whether rounds of this type may use adaptive overlap (its judgments have a ``quality_label``).
     adaptive_overlap: ClassVar[bool] = False
+    # Whether the page records paste events and typing time (free-text tasks).
+    records_typing: ClassVar[bool] = False
 
     # --- items ---------------------------------------------------------------------------------
 
@@ -150,6 +152,14 @@ class TaskType:
         """The judgment as one categorical label (e.g. the pairwise winner), for agreement with the
         majority and Dawid–Skene reliability; None for types whose answers are not one choice."""
         return None
+
+    def written_texts(self, assignment: Assignment) -> list[str]:
+        """The free texts the worker wrote (checked for near-duplicates); none by default."""
+        return []
+
+    def machine_texts(self, item: WorkItem) -> list[tuple[str, str]]:
+        """(source, text) of LLM outputs for the same item, which a worker's text must not copy."""
+        return []
 
     def gold_feedback(self, assignment: Assignment) -> str:
         """What a worker is told after answering a gold item of a qualifying round, in the terms

@@ -122,6 +122,12 @@ class InstructionGeneration(TaskType):
         "and where you found it."
     )
 
+    records_typing = True
+
+    def written_texts(self, assignment):
+        instruction = (assignment.payload or {}).get("instruction")
+        return [instruction] if instruction else []
+
     def context(self, assignment):
         family = assignment.item.family
         return {
