@@ -747,6 +747,8 @@ def _after_rejection(*, item_id: int) -> None:
         return
     handler = get_task_type(item.round.task_type)
     _store_aggregate(item=item, handler=handler)
+    if Assignment.objects.counted().filter(item=item).count() >= judgments_needed(item=item, handler=handler):
+        return  # adaptive overlap: the majority still stands without the rejected vote
     if item.round.status == CollectionRound.Status.OPEN:
         item.completed_at = None
         item.save(update_fields=["completed_at"])

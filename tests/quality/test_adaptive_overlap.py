@@ -79,6 +79,18 @@ def test_a_rejected_vote_reopens_the_item_for_one_more():
     assert item.completed_at is not None
 
 
+def test_rejecting_a_minority_vote_leaves_a_settled_item_complete():
+    round = adaptive_round(min_workers_per_item=3)
+    run(round)
+    item = round.items.get(position=1)  # settled 3-1
+    minority = next(a for a in Assignment.objects.filter(item=item) if a.result["winner"] == "b")
+    services.reject_assignment(assignment=minority)
+    item.refresh_from_db()
+    assert item.completed_at is not None
+    assert item.aggregate_result["votes"] == {"a": 3, "b": 0}
+    assert services.request_assignment(round=round, worker=make_worker()) is None
+
+
 def test_adaptive_overlap_is_checked():
     with pytest.raises(ValidationError, match="at most workers per item"):
         services.create_round(name="r", task_type="pairwise", workers_per_item=3, min_workers_per_item=4)
