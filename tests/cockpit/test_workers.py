@@ -8,7 +8,7 @@ from providers import services as provider_services
 from providers.models import Publication
 from quality.services import recompute_round_quality
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker
-from tests.quality.helpers import answer_all, side_choice
+from tests.quality.rounds import answer_all, side_choice
 
 from .conftest import PASSWORD
 

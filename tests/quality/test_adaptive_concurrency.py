@@ -10,7 +10,7 @@ from annotation import services
 from annotation.models import Assignment
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker
 
-from .helpers import side_choice
+from .rounds import side_choice
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -12,7 +12,7 @@ from quality.services import recompute_round_quality
 from quality.tasks import recompute_round_quality_task
 from tests.annotation.factories import make_instance, make_outputs, make_review_set, make_round, make_worker
 
-from .helpers import answer_all, side_choice
+from .rounds import answer_all, side_choice
 
 pytestmark = pytest.mark.django_db
 

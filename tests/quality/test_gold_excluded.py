@@ -19,7 +19,7 @@ from tests.annotation.factories import (
     make_worker,
 )
 
-from .helpers import answer_all, side_choice, simulated
+from .rounds import answer_all, side_choice, simulated
 
 pytestmark = pytest.mark.django_db
 

@@ -72,7 +72,7 @@ def test_a_bad_typing_record_is_refused_and_nothing_is_stored(caption_round, typ
 def test_choice_tasks_record_nothing(caption_round):
     from tests.annotation.factories import make_outputs
 
-    from .helpers import side_choice
+    from .rounds import side_choice
 
     round = make_round(task_type="pairwise", targets=[tuple(make_outputs(instance=make_instance()))])
     worker = make_worker()

@@ -10,7 +10,7 @@ from annotation.models import Qualification
 from projects.services import create_project
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker_user
 
-from .helpers import side_choice
+from .rounds import side_choice
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from providers import services as provider_services
 from providers.review import APPROVE, review_submissions
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker, make_worker_user
 
-from .helpers import side_choice
+from .rounds import side_choice
 
 pytestmark = pytest.mark.django_db
 

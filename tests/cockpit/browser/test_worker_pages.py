@@ -4,7 +4,7 @@ import pytest
 from quality.services import recompute_round_quality
 from tests.annotation.browser.conftest import log_in
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker
-from tests.quality.helpers import answer_all, side_choice
+from tests.quality.rounds import answer_all, side_choice
 
 from ..conftest import PASSWORD
 
