@@ -78,7 +78,9 @@ def test_dry_run_of_a_demo_round(key, provider, capsys):
 
     round = create_demo_rounds()[key]
     tasks = round.items.count() * round.workers_per_item
-    call_command("publish_round", str(round.pk), "--provider", provider, "--dry-run", "--seed", "2")
+    # The demo ranking round takes only speakers of its language: on Prolific the study must say so.
+    language = ["--first-language-id", "19"] if provider == "prolific" else []
+    call_command("publish_round", str(round.pk), "--provider", provider, "--dry-run", "--seed", "2", *language)
     out = capsys.readouterr().out
     assert f"DRY RUN on {provider}" in out and f"tasks submitted: {tasks};" in out
     assert f"approved {tasks};" in out

@@ -72,3 +72,15 @@ def test_the_fake_refuses_filters_prolific_would_refuse(prolific_fake, filters, 
             "total_available_places": 1, "estimated_completion_time": 1, "reward": 100, "filters": filters}
     with pytest.raises(ProviderError, match=message):
         provider._request("POST", "studies/", repeatable=False, json=body)
+
+
+def test_publish_round_takes_the_filters_on_the_command_line(prolific_fake, round_factory):
+    from django.core.management import call_command
+
+    round = round_factory(items=1, workers_per_item=1, reward="1.50")
+    call_command("publish_round", str(round.pk), "--provider", "prolific", "--fluent-language-id", "42",
+                 "--fluent-language-id", "43", "--min-approval-rate", "98")
+    assert prolific_fake.calls("POST /api/v1/studies/")[0].params["body"]["filters"] == [
+        {"filter_id": "fluent-languages", "selected_values": ["42", "43"]},
+        {"filter_id": "approval_rate", "selected_range": {"lower": 98, "upper": 100}},
+    ]
