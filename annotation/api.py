@@ -69,8 +69,12 @@ class NextTaskView(CrowdWorkAPIView):
                 )
             # Built before serialising: an item that cannot be shown is refused (and given back) here.
             task = services.task_view(assignment=assignment)
-            return Response({"assignment": AssignmentSerializer(assignment, context={"task": task}).data,
-                             "progress": progress})
+            body = {"assignment": AssignmentSerializer(assignment, context={"task": task}).data,
+                    "progress": progress}
+            warning = selectors.quality_warning(round=round, worker=worker)
+            if warning:
+                body["warning"] = warning
+            return Response(body)
 
 
 class SubmitView(CrowdWorkAPIView):

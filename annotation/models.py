@@ -83,6 +83,30 @@ class Worker(models.Model):
         return f"{self.provider}:{self.external_id}"
 
 
+class Qualification(models.Model):
+    """A worker allowed onto a project's rounds that ask for qualified workers (``qualified_only``).
+    Granted only through ``annotation.services.grant_qualification``."""
+
+    class Source(models.TextChoices):
+        OWNER = "owner", _("Allow-listed by an owner")
+        QUALIFYING_ROUND = "qualifying_round", _("Passed the qualifying round")
+
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="qualifications")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="qualifications")
+    source = models.CharField(max_length=20, choices=Source.choices)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "worker_id"]
+        constraints = [models.UniqueConstraint(fields=["worker", "project"], name="one_qualification_per_project")]
+
+    def __str__(self) -> str:
+        return f"worker {self.worker_id} qualified for project {self.project_id}"
+
+
 def validate_task_type(value: str) -> None:
     from .task_types import REGISTRY
 
@@ -103,11 +127,20 @@ def validate_qualification_rules(value: object) -> None:
             _("Unknown qualification rules: %(unknown)s; known: %(known)s"),
             params={"unknown": ", ".join(sorted(unknown)), "known": ", ".join(QUALIFICATION_RULES)},
         )
-    for key in ("min_approved_tasks", "max_tasks_per_worker"):
+    for key in ("min_approved_tasks", "max_tasks_per_worker", "warn_after_failed_checks", "stop_after_failed_checks"):
         if key in value and (not isinstance(value[key], int) or isinstance(value[key], bool) or value[key] < 0):
             raise ValidationError(_("%(key)s must be a non-negative integer."), params={"key": key})
-    if "language_matched" in value and not isinstance(value["language_matched"], bool):
-        raise ValidationError(_("language_matched must be true or false."))
+    if "qualifies_for_project" in value:
+        share = value["qualifies_for_project"]
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+            raise ValidationError(_("qualifies_for_project must be a number above 0 and at most 1."))
+    if "min_gold_accuracy_for_approval" in value:
+        share = value["min_gold_accuracy_for_approval"]
+        if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
+            raise ValidationError(_("min_gold_accuracy_for_approval must be a number from 0 to 1, or null."))
+    for key in ("language_matched", "qualified_only"):
+        if key in value and not isinstance(value[key], bool):
+            raise ValidationError(_("%(key)s must be true or false."), params={"key": key})
     if "providers" in value:
         providers = value["providers"]
         if not isinstance(providers, list) or not all(
@@ -125,6 +158,21 @@ QUALIFICATION_RULES = {
     "providers": "crowd providers whose workers may take part",
     "language_matched": "true: only workers who list the round's language (IRR ranks each language "
     "with its own speakers)",
+    "qualified_only": "true: only workers qualified for the round's project (allow-listed by an owner "
+    "or through its qualifying round)",
+    "qualifies_for_project": "this round is its project's qualifying round (gold items, with feedback after "
+    "each answer): a worker who answers all its items with at least this share right is qualified",
+    "warn_after_failed_checks": "failed gold checks in the round after which the worker is warned (default 2; 0 never)",
+    "stop_after_failed_checks": "failed gold checks in the round after which the worker gets no more of its "
+    "tasks (default 5; 0 never)",
+    "min_gold_accuracy_for_approval": "share of the worker's gold checks in the round that must pass for "
+    "pay_round to approve their work automatically; the rest waits for review (default: no minimum)",
+}
+
+# The quality policy of a round unless its qualification_rules say otherwise (in the spirit of
+# Potato's attention checks: warn after 2 failures, stop after 5).
+QUALITY_POLICY_DEFAULTS = {
+    "warn_after_failed_checks": 2, "stop_after_failed_checks": 5, "min_gold_accuracy_for_approval": None,
 }
 
 
@@ -146,6 +194,14 @@ class CollectionRound(models.Model):
     )
     language = models.CharField(max_length=8, choices=Language.choices, default=Language.ENGLISH)
     workers_per_item = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    # Adaptive overlap: start each item with this many workers and add more, up to workers_per_item,
+    # only while the final majority is still open (e.g. pairwise 3 -> 5). Empty: a fixed
+    # workers_per_item (the paper's fixed 5, for exact reproduction).
+    min_workers_per_item = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Adaptive overlap: workers per item to start with; more are added up to workers per item "
+        "only while the majority is open. Empty: always workers per item.",
+    )
     reward_per_task = models.DecimalField(
         max_digits=8, decimal_places=2, default=Decimal("0.00"), validators=[MinValueValidator(0)]
     )
@@ -201,6 +257,16 @@ class CollectionRound(models.Model):
         return f"{self.name} ({self.task_type}, {self.status})"
 
     def clean(self) -> None:
+        if self.min_workers_per_item is not None:
+            if self.min_workers_per_item > self.workers_per_item:
+                raise ValidationError({"min_workers_per_item": _(
+                    "Adaptive overlap starts with at most workers per item (%(max)d).") % {"max": self.workers_per_item}})
+            from .task_types import REGISTRY
+
+            if self.task_type in REGISTRY and not REGISTRY.get(self.task_type).adaptive_overlap:
+                raise ValidationError({"min_workers_per_item": _(
+                    "%(type)s rounds have no single choice to take a majority of; adaptive overlap needs one.")
+                    % {"type": self.task_type}})
         if self.follow_up_round_id is None:
             return
         # Each task type names the type of round it may feed (VisIT-Bench order).
@@ -212,6 +278,12 @@ class CollectionRound(models.Model):
             raise ValidationError({"follow_up_round": _(
                 "A %(type)s round cannot feed a %(next)s round; the rounds that can be chained: %(chains)s."
             ) % {"type": self.task_type, "next": self.follow_up_round.task_type, "chains": chains}})
+
+    @property
+    def quality_policy(self) -> dict:
+        """Warn and stop thresholds (failed gold checks) and the minimum gold accuracy for automatic approval."""
+        rules = self.qualification_rules or {}
+        return {key: rules.get(key, default) for key, default in QUALITY_POLICY_DEFAULTS.items()}
 
     @property
     def task_type_handler(self):
@@ -371,6 +443,16 @@ class Assignment(models.Model):
         null=True, blank=True, help_text="The submission in item terms (e.g. winner a/b)."
     )
     gold_passed = models.BooleanField(null=True, blank=True)
+    # Guardrails against machine-written answers (instruction and caption tasks): what the page
+    # recorded, and flags for the review queue (flagged, never rejected automatically).
+    input_stats = models.JSONField(
+        null=True, blank=True,
+        help_text='Recorded by the page: {"pastes": n, "pasted_chars": n, "typing_seconds": s}.',
+    )
+    flags = models.JSONField(
+        default=list, blank=True,
+        help_text='For review, e.g. {"kind": "near_duplicate", "of": "worker", "assignment": 12, "similarity": 0.96}.',
+    )
     confirmation = models.CharField(
         max_length=20, choices=Confirmation.choices, default=Confirmation.UNCONFIRMED, db_index=True,
         help_text="Local workers are confirmed by construction; provider work once the provider shows it.",

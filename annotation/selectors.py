@@ -10,6 +10,7 @@ import pandas as pd
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from .models import Assignment, CollectionRound, Worker, WorkItem
 from .services import _BROKEN_ITEM_ERRORS
@@ -27,9 +28,13 @@ RANKING_COLUMNS = [
 ]
 
 
-def _judgments(*, task_type: str, round: CollectionRound | None, project=None):
-    """Assignments that count as data: submitted, not rejected, confirmed by the provider."""
+def _judgments(*, task_type: str, round: CollectionRound | None, project=None, include_gold: bool = False):
+    """Assignments that count as data: submitted, not rejected, confirmed by the provider, and (unless
+    ``include_gold``, for scoring workers) not on a gold / attention item: gold never enters
+    evaluation data."""
     assignments = Assignment.objects.counted().filter(round__task_type=task_type)
+    if not include_gold:
+        assignments = assignments.filter(item__is_gold=False)
     if round is not None:
         assignments = assignments.filter(round=round)
     if project is not None:
@@ -37,31 +42,39 @@ def _judgments(*, task_type: str, round: CollectionRound | None, project=None):
     return assignments.order_by("submitted_at", "id")
 
 
-def _rows(*, kind: str, round: CollectionRound | None, project=None) -> list[dict]:
+def _rows(*, kind: str, round: CollectionRound | None, project=None, include_gold: bool = False) -> list[dict]:
     """The rows every task type that yields ``kind`` contributes, type by type in submission order."""
     rows = []
     for handler in task_types_yielding(kind):
-        for assignment in handler.judgment_queryset(_judgments(task_type=handler.key, round=round, project=project)):
+        judgments = _judgments(task_type=handler.key, round=round, project=project, include_gold=include_gold)
+        for assignment in handler.judgment_queryset(judgments):
             rows.extend(handler.judgment_rows(assignment))
     return rows
 
 
-def pairwise_battles(round: CollectionRound | None = None, *, project=None) -> pd.DataFrame:
+def pairwise_battles(round: CollectionRound | None = None, *, project=None,
+                     include_gold: bool = False) -> pd.DataFrame:
     """One row per human pairwise judgment, in submission order (online Elo uses this order).
+
+    Judgments on gold items are left out unless ``include_gold`` (worker quality scores them).
 
     ``winner`` is "model_a" or "model_b" (forced choice: humans never tie); ``category`` is the
     instance's instruction family; ``left`` says which side was shown on the left.
     """
-    return pd.DataFrame(_rows(kind="battles", round=round, project=project), columns=BATTLE_COLUMNS)
+    return pd.DataFrame(_rows(kind="battles", round=round, project=project, include_gold=include_gold),
+                        columns=BATTLE_COLUMNS)
 
 
-def ranking_judgments(round: CollectionRound | None = None, *, project=None) -> pd.DataFrame:
-    """Long format: one row per (review set, annotator, review) with rank 1 = best.
+def ranking_judgments(round: CollectionRound | None = None, *, project=None,
+                      include_gold: bool = False) -> pd.DataFrame:
+    """Long format: one row per (review set, annotator, review) with rank 1 = best; gold items are
+    left out unless ``include_gold``.
 
     ``item_id`` is the review set (the IRR item), so items ranked in several rounds pool together.
     ``project`` keeps the judgments of that project's rounds only (both filters may be given).
     """
-    return pd.DataFrame(_rows(kind="rankings", round=round, project=project), columns=RANKING_COLUMNS)
+    return pd.DataFrame(_rows(kind="rankings", round=round, project=project, include_gold=include_gold),
+                        columns=RANKING_COLUMNS)
 
 
 def worker_progress(*, round: CollectionRound, worker: Worker) -> dict:
@@ -176,6 +189,38 @@ def _offer(*, round: CollectionRound, durations: list[float], tasks_left: int) -
                      expected_seconds=seconds, expected_seconds_source=source, hourly_rate=rate)
 
 
+def quality_warning(*, round: CollectionRound, worker: Worker) -> str:
+    """The round's warning to a worker who failed as many check questions as its policy allows
+    before warning (empty otherwise)."""
+    from .services import failed_checks
+
+    policy = round.quality_policy
+    warn_after, stop_after = policy["warn_after_failed_checks"], policy["stop_after_failed_checks"]
+    failed = failed_checks(round=round, worker=worker) if warn_after else 0
+    if not warn_after or failed < warn_after:
+        return ""
+    if stop_after:
+        return _("%(failed)d of your answers to check questions were wrong. Please read each task carefully: "
+                 "after %(stop)d wrong answers this round gives you no more tasks.") % {
+            "failed": failed, "stop": stop_after}
+    return _("%(failed)d of your answers to check questions were wrong. Please read each task carefully.") % {
+        "failed": failed}
+
+
+def approval_split(*, round: CollectionRound, assignments):
+    """(approvable, held): the round's approval policy applied to submitted assignments. With a minimum
+    gold accuracy, only workers whose gold answers in the round reach it are approved automatically;
+    the others' work (and that of workers with no gold answer) waits for a researcher's review."""
+    minimum = round.quality_policy["min_gold_accuracy_for_approval"]
+    if minimum is None:
+        return assignments, assignments.none()
+    gold = (Assignment.objects.submitted().filter(round=round, gold_passed__isnull=False)
+            .exclude(review_status=Assignment.ReviewStatus.REJECTED)
+            .values("worker").annotate(answers=Count("pk"), passed=Count("pk", filter=Q(gold_passed=True))))
+    good = [row["worker"] for row in gold if row["passed"] >= minimum * row["answers"]]
+    return assignments.filter(worker__in=good), assignments.exclude(worker__in=good)
+
+
 def seconds_left(assignment: Assignment) -> int:
     return max(int((assignment.expires_at - timezone.now()).total_seconds()), 0)
 
@@ -222,3 +267,22 @@ def submission_review(*, assignment: Assignment) -> dict:
     except _BROKEN_ITEM_ERRORS:
         logger.exception("assignment %s: its submission cannot be shown for review", assignment.pk)
         return {"error": "This submission's item no longer fits its task type; it cannot be shown."}
+
+
+def qualifying_feedback(*, round: CollectionRound, worker: Worker) -> dict | None:
+    """In a qualifying round: what the worker is told about their last answer and, once every item
+    is answered, whether they qualified; None in other rounds or before the first answer."""
+    from .services import qualifying_result
+
+    result = qualifying_result(round=round, worker=worker)
+    if result is None or not result["answers"]:
+        return None
+    last = (Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed__isnull=False)
+            .select_related("item", "round").order_by("-submitted_at", "-pk").first())
+    outcome = ""
+    if result["finished"]:
+        outcome = (_("You passed the qualification (%(passed)d of %(answers)d right): this project's other "
+                     "rounds are open to you.") if result["qualified"] else
+                   _("You did not pass the qualification (%(passed)d of %(answers)d right).")) % result
+    return {"last": round.task_type_handler.gold_feedback(last), "passed": bool(last.gold_passed),
+            "outcome": outcome, **result}

@@ -20,8 +20,8 @@ from django.utils.translation import gettext as _
 
 from crowdbench.errors import ServiceError
 
-from . import consent
-from .models import Assignment, CollectionRound, Worker, WorkItem
+from . import consent, guardrails
+from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
 from .task_types import get_task_type
 
 logger = logging.getLogger(__name__)
@@ -119,6 +119,15 @@ def set_worker_languages(*, worker: Worker, languages: Iterable[str]) -> Worker:
     return locked
 
 
+def grant_qualification(*, worker: Worker, project, source: str, granted_by=None) -> tuple[Qualification, bool]:
+    """Allow the worker onto the project's ``qualified_only`` rounds; (the qualification, whether new)."""
+    if project is None:
+        raise InvalidTransition(_("Only rounds of a project have qualified workers."))
+    return Qualification.objects.get_or_create(
+        worker=worker, project=project, defaults={"source": source, "granted_by": granted_by}
+    )
+
+
 # --- rounds ----------------------------------------------------------------------------------------
 
 
@@ -130,6 +139,7 @@ def create_round(
     created_by=None,
     language: str = "en",
     workers_per_item: int = 1,
+    min_workers_per_item: int | None = None,
     reward_per_task: Decimal = Decimal("0.00"),
     currency: str = "USD",
     target_hourly_wage: Decimal = Decimal("18.00"),
@@ -148,6 +158,7 @@ def create_round(
         created_by=created_by,
         language=language,
         workers_per_item=workers_per_item,
+        min_workers_per_item=min_workers_per_item,
         reward_per_task=reward_per_task,
         currency=currency,
         target_hourly_wage=target_hourly_wage,
@@ -310,6 +321,14 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker, approved_ta
     if rules.get("language_matched") and round.language not in (worker.languages or []):
         raise NotQualified(_("This round is for workers who work in %(language)s.")
                            % {"language": round.get_language_display()})
+    if rules.get("qualified_only") and not Qualification.objects.filter(
+        worker=worker, project_id=round.project_id
+    ).exists():
+        raise NotQualified(_("This round is for workers who passed its project's qualification."))
+    stop_after = round.quality_policy["stop_after_failed_checks"]
+    if stop_after and failed_checks(round=round, worker=worker) >= stop_after:
+        raise NotQualified(_("Too many of your answers to check questions in this round were wrong; it has "
+                             "no more tasks for you."))
     if rules.get("min_approved_tasks"):
         approved = approved_tasks if approved_tasks is not None else Assignment.objects.filter(
             worker=worker, review_status=Assignment.ReviewStatus.APPROVED
@@ -319,6 +338,38 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker, approved_ta
                 _("This round needs %(needed)d approved tasks; you have %(have)d.")
                 % {"needed": rules["min_approved_tasks"], "have": approved}
             )
+
+
+def failed_checks(*, round: CollectionRound, worker: Worker) -> int:
+    """The worker's submitted answers to the round's gold / attention items that failed their check."""
+    return Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed=False).count()
+
+
+def judgments_needed(*, item: WorkItem, handler=None) -> int:
+    """How many counted judgments the item needs now. Fixed rounds: ``workers_per_item``. With adaptive
+    overlap (``min_workers_per_item``): that many to start with; then, while the majority at
+    ``workers_per_item`` votes is still open, the fewest further votes that could settle it, up to
+    ``workers_per_item``; once no further vote can change the majority, the judgments it has."""
+    round = item.round
+    k_max, k_min = round.workers_per_item, round.min_workers_per_item
+    if k_min is None or k_min >= k_max:
+        return k_max
+    handler = handler or get_task_type(round.task_type)
+    labels = [handler.quality_label(assignment) for assignment in item.assignments.counted().select_related("item")]
+    if len(labels) < k_min:
+        return k_min
+    leader = max((labels.count(label) for label in set(labels)), default=0)
+    settled_at = k_max // 2 + 1  # a strict majority of k_max votes
+    return min(k_max, len(labels) + max(settled_at - leader, 0))
+
+
+def overlap_savings(*, round: CollectionRound) -> dict:
+    """What adaptive overlap saved: judgments on completed items against ``workers_per_item`` each."""
+    completed = round.items.filter(completed_at__isnull=False)
+    judgments = Assignment.objects.counted().filter(item__in=completed).count()
+    fixed = completed.count() * round.workers_per_item
+    return {"items_completed": completed.count(), "judgments": judgments, "fixed_judgments": fixed,
+            "saved": fixed - judgments, "saved_share": (fixed - judgments) / fixed if fixed else 0.0}
 
 
 def _slots_taken_subquery():
@@ -342,9 +393,9 @@ def _take_locked_item(
         return None
     if Assignment.objects.filter(item=item, worker=worker).exists():
         return None
-    if Assignment.objects.holding_a_slot().filter(item=item).count() >= round.workers_per_item:
-        return None
     handler = get_task_type(round.task_type)
+    if Assignment.objects.holding_a_slot().filter(item=item).count() >= judgments_needed(item=item, handler=handler):
+        return None
     if not item_fits(item=item, handler=handler):
         return None
     assignment = Assignment(
@@ -602,6 +653,12 @@ def submit_assignment(
             raise _invalid_submission(error) from None
         uploads = {key: value for key, value in validated.items() if key.startswith("_")}
         payload = {key: value for key, value in validated.items() if not key.startswith("_")}
+        input_stats = None
+        if handler.records_typing:
+            try:
+                input_stats = guardrails.clean_input_stats(data.get("typing"))
+            except ValidationError as error:
+                raise _invalid_submission(error) from None
 
         if assignment.status == Assignment.Status.SUBMITTED:
             if assignment.payload == payload:
@@ -622,11 +679,16 @@ def submit_assignment(
         assignment.submitted_at = now
         assignment.duration_seconds = max((now - assignment.accepted_at).total_seconds(), 0.0)
         assignment.result = handler.result(assignment)
+        assignment.input_stats = input_stats
         try:
             with transaction.atomic():
                 handler.apply(assignment, uploads=uploads)
         except ValidationError as error:
             raise _invalid_submission(error) from None
+        if handler.written_texts(assignment):
+            others = (Assignment.objects.submitted().filter(item=assignment.item_id)
+                      .exclude(worker=assignment.worker_id).order_by("pk"))
+            assignment.flags = guardrails.flags_for(assignment=assignment, handler=handler, others=others)
         item = assignment.item
         if item.is_gold:
             assignment.gold_passed = all(
@@ -635,7 +697,28 @@ def submit_assignment(
         assignment.full_clean(validate_constraints=False)
         assignment.save()
         _complete_item_if_done(item_id=item.pk, now=now)
+        _qualify_if_passed(round=assignment.round, worker=worker)
     return SubmitOutcome(assignment=assignment, created=True)
+
+
+def qualifying_result(*, round: CollectionRound, worker: Worker) -> dict | None:
+    """In a qualifying round (rule ``qualifies_for_project``): the worker's gold answers, how many
+    passed, whether all items are answered and whether that passes; None in any other round."""
+    threshold = (round.qualification_rules or {}).get("qualifies_for_project")
+    if threshold is None:
+        return None
+    answered = list(Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed__isnull=False)
+                    .values_list("gold_passed", flat=True))
+    finished = len(answered) >= round.items.filter(is_gold=True).count()
+    passed = sum(answered)
+    return {"answers": len(answered), "passed": passed, "finished": finished,
+            "qualified": finished and bool(answered) and passed >= threshold * len(answered)}
+
+
+def _qualify_if_passed(*, round: CollectionRound, worker: Worker) -> None:
+    result = qualifying_result(round=round, worker=worker)
+    if result and result["qualified"] and round.project_id is not None:
+        grant_qualification(worker=worker, project=round.project, source=Qualification.Source.QUALIFYING_ROUND)
 
 
 def _complete_item_if_done(*, item_id: int, now: datetime) -> None:
@@ -649,7 +732,7 @@ def _complete_item_if_done(*, item_id: int, now: datetime) -> None:
         return
     # Only confirmed judgments complete an item: forged or not-yet-confirmed provider work never does.
     judgments = Assignment.objects.counted().filter(item=item).count()
-    if judgments >= item.round.workers_per_item:
+    if judgments >= judgments_needed(item=item):
         item.completed_at = now
         item.save(update_fields=["completed_at"])
         on_item_completed(item=item)
@@ -664,13 +747,21 @@ def on_item_completed(*, item: WorkItem) -> None:
     """
     handler = get_task_type(item.round.task_type)
     _store_aggregate(item=item, handler=handler)
-    handler.on_completed(item)
+    if not item.is_gold:  # a gold item scores workers; it decides nothing about the benchmark data
+        handler.on_completed(item)
     logger.info("item %s of round %s completed", item.pk, item.round_id)
+
+
+def gold_summary(item: WorkItem) -> dict:
+    """The aggregate of a gold / attention item: how many counted answers passed its check. The task
+    type's aggregation (verdicts, majority winners) never runs on gold, so gold enters no evaluation data."""
+    passed = list(item.assignments.counted().values_list("gold_passed", flat=True))
+    return {"gold": True, "judgments": len(passed), "passed": sum(1 for value in passed if value)}
 
 
 def _store_aggregate(*, item: WorkItem, handler) -> None:
     try:
-        item.aggregate_result = handler.aggregate(item)
+        item.aggregate_result = gold_summary(item) if item.is_gold else handler.aggregate(item)
     except ValidationError as error:
         raise InvalidTransition(_message(error)) from None
     item.save(update_fields=["aggregate_result"])
@@ -764,9 +855,13 @@ def _after_rejection(*, item_id: int) -> None:
         return
     handler = get_task_type(item.round.task_type)
     _store_aggregate(item=item, handler=handler)
+    if Assignment.objects.counted().filter(item=item).count() >= judgments_needed(item=item, handler=handler):
+        return  # adaptive overlap: the majority still stands without the rejected vote
     if item.round.status in ACTIVE_STATUSES:
         item.completed_at = None
         item.save(update_fields=["completed_at"])
+        if item.is_gold:
+            return
         try:
             handler.on_reopened(item)
         except ValidationError as error:
@@ -809,7 +904,13 @@ __all__ = [
     "create_round",
     "expire_stale_assignments",
     "extend_round",
+    "failed_checks",
     "get_or_create_local_worker",
+    "qualifying_result",
+    "judgments_needed",
+    "overlap_savings",
+    "grant_qualification",
+    "gold_summary",
     "on_item_completed",
     "open_round",
     "pause_round",

@@ -81,8 +81,10 @@ def round_page(request, round_id: int, worker):
         try:
             assignment = services.request_assignment(round=round, worker=worker)
             progress = selectors.worker_progress(round=round, worker=worker)
+            feedback = selectors.qualifying_feedback(round=round, worker=worker)
             if assignment is None:
-                return render(request, "annotation/no_task.html", {"round": round, "progress": progress})
+                return render(request, "annotation/no_task.html",
+                              {"round": round, "progress": progress, "feedback": feedback})
             task = services.task_view(assignment=assignment)
         except services.CrowdWorkError as error:
             return _refuse(request, error.message, error.status_code)
@@ -95,6 +97,8 @@ def round_page(request, round_id: int, worker):
                 "handler": round.task_type_handler,
                 "task": task,
                 "progress": progress,
+                "quality_warning": selectors.quality_warning(round=round, worker=worker),
+                "feedback": feedback,
                 "seconds_left": selectors.seconds_left(assignment),
             },
         )

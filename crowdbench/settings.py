@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "llm",
     "projects",
     "stepruns",
+    "quality",  # worker quality, agreement reports (above annotation and evaluation, below the cockpit)
     "cockpit",
 ]
 

@@ -173,6 +173,11 @@ class CrowdProvider(abc.ABC):
     def block(self, *, worker: Worker, reason: str) -> None:
         """Stop the worker from taking our tasks on the platform."""
 
+    def screens_language(self, *, round: CollectionRound) -> bool:
+        """Whether this provider only sends the round workers who speak its language (so one who
+        arrives may be recorded as a speaker); by default the publication's requirements do."""
+        return True
+
     def after_submit(self, *, assignment: Assignment) -> dict:
         """Extra fields of the worker page's answer to a stored submission (e.g. where to go next)."""
         return {}

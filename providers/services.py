@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound, Worker, WorkItem
+from annotation.selectors import approval_split
 
 from .base import (
     CostEstimate,
@@ -208,9 +209,11 @@ def request_provider_assignment(
     ).first()
     if existing is not None:
         return existing
-    if (round.qualification_rules or {}).get("language_matched") and round.language not in worker.languages:
+    if ((round.qualification_rules or {}).get("language_matched") and round.language not in worker.languages
+            and get_provider(worker.provider).screens_language(round=round)):
         # The provider screens language at publish time (MTurk locale requirements, Prolific's
         # language filters): a worker it sends to this round is recorded as working in its language.
+        # A Prolific study without a language filter screens nothing, so its participants are not.
         worker.languages = [*worker.languages, round.language]
         worker.save(update_fields=["languages"])
     assignment = crowd.request_assignment(
@@ -393,6 +396,7 @@ class PayReport:
     # the pay call). Never resent automatically; see ``resend_unsettled_bonus``.
     awaiting_settlement: list[tuple[int, str, Decimal, int | None]] = field(default_factory=list)
     skipped_for_budget: int = 0
+    held_for_review: int = 0  # submissions the round's approval policy leaves to a researcher
     top_up_per_task: Decimal = Decimal("0.00")
     errors: list[str] = field(default_factory=list)
     sync: SyncReport | None = None
@@ -471,6 +475,9 @@ def pay_round(
         Assignment.objects.counted().filter(round=round, review_status=Assignment.ReviewStatus.SUBMITTED)
         .select_related("worker", "round").order_by("pk")
     )
+    # The round's approval policy (minimum gold accuracy) holds the rest back for a researcher's review.
+    pending, held = approval_split(round=round, assignments=pending)
+    report.held_for_review = held.count()
     reviewed = review_submissions(assignments=pending, decision=APPROVE, feedback=feedback, providers=cache)
     report.approved = len(reviewed.done)
     report.errors += [f"assignment {assignment.pk}: {message}" for assignment, message in reviewed.failed]
@@ -572,6 +579,24 @@ def block_worker(*, worker: Worker, reason: str) -> Worker:
         Worker.objects.filter(pk=worker.pk).update(is_blocked=True)
     worker.refresh_from_db()
     return worker
+
+
+def qualify_worker(*, worker: Worker, project, granted_by=None, source: str = "owner") -> list[str]:
+    """Qualify the worker for the project's rounds: here (the allow-list the engine checks for
+    ``qualified_only`` rounds) and at the provider, on every qualification type the project's
+    publications there require (MTurk). Returns the provider qualification ids granted."""
+    crowd.grant_qualification(worker=worker, project=project, source=source, granted_by=granted_by)
+    publications = Publication.objects.filter(round__project=project, provider=worker.provider)
+    required = {}
+    for publication in publications:
+        options = publication.details.get("options") or {}
+        if options.get("qualification_type_id"):
+            required[options["qualification_type_id"]] = int(options.get("qualification_min_score", 1))
+    if required:
+        provider = get_provider(worker.provider)
+        for qualification, value in sorted(required.items()):
+            provider.qualify(worker=worker, qualification=qualification, value=value)
+    return sorted(required)
 
 
 def expire_round(*, round: CollectionRound, providers: dict | None = None) -> list[Publication]:

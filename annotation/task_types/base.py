@@ -48,6 +48,10 @@ class TaskType:
     yields: ClassVar[str | None] = None
     # Where items of this type can come from (``sources.ItemSource`` instances; the round builder).
     item_sources: ClassVar[tuple[ItemSource, ...]] = ()
+    # Whether rounds of this type may use adaptive overlap (its judgments have a ``quality_label``).
+    adaptive_overlap: ClassVar[bool] = False
+    # Whether the page records paste events and typing time (free-text tasks).
+    records_typing: ClassVar[bool] = False
 
     # --- items ---------------------------------------------------------------------------------
 
@@ -178,6 +182,24 @@ class TaskType:
         """The answers of a simulated worker, as the page would post them (uploads as File values);
         on a gold item the right answer with probability ``accuracy``."""
         raise NotImplementedError
+
+    def quality_label(self, assignment: Assignment) -> str | None:
+        """The judgment as one categorical label (e.g. the pairwise winner), for agreement with the
+        majority and Dawid–Skene reliability; None for types whose answers are not one choice."""
+        return None
+
+    def written_texts(self, assignment: Assignment) -> list[str]:
+        """The free texts the worker wrote (checked for near-duplicates); none by default."""
+        return []
+
+    def machine_texts(self, item: WorkItem) -> list[tuple[str, str]]:
+        """(source, text) of LLM outputs for the same item, which a worker's text must not copy."""
+        return []
+
+    def gold_feedback(self, assignment: Assignment) -> str:
+        """What a worker is told after answering a gold item of a qualifying round, in the terms
+        their page used; types with a nameable right answer say which it was."""
+        return _("Your answer was right.") if assignment.gold_passed else _("Your answer was not right.")
 
     def gold_question(self, item: WorkItem) -> dict | None:
         """A multiple-choice question from a gold item, for qualification tests:

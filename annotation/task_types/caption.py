@@ -80,6 +80,20 @@ class CaptionTask(TaskType):
 
     coverage_lookup = "instance__family__name"
 
+    records_typing = True
+
+    def written_texts(self, assignment):
+        return list((assignment.payload or {}).get("captions") or [])
+
+    def machine_texts(self, item):
+        """The LLM's reference candidates and the model outputs for the instance."""
+        from datasets_app.models import ModelOutput, ReferenceCandidate
+
+        candidates = ReferenceCandidate.objects.filter(instance_id=item.instance_id, source=Source.LLM)
+        outputs = ModelOutput.objects.filter(instance_id=item.instance_id)
+        return ([(f"reference candidate {c.pk}", c.text) for c in candidates]
+                + [(f"output of {o.model_name}", o.text) for o in outputs])
+
     def check_targets(self, item):
         super().check_targets(item)
         if not item.instance.image_links.exists():

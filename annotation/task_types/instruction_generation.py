@@ -147,6 +147,12 @@ class InstructionGeneration(TaskType):
 
     coverage_lookup = "family__name"
 
+    records_typing = True
+
+    def written_texts(self, assignment):
+        instruction = (assignment.payload or {}).get("instruction")
+        return [instruction] if instruction else []
+
     def context(self, assignment):
         family = assignment.item.family
         return {

@@ -193,6 +193,19 @@ class PairwiseTask(TaskType):
         winner = gold_choice(rng=rng, accuracy=accuracy, choices=["a", "b"], expected=expected)
         return {"choice": next(side for side in CHOICES if assignment.presentation[side] == winner)}
 
+    adaptive_overlap = True
+
+    def gold_feedback(self, assignment):
+        if assignment.gold_passed:
+            return _("Your answer was right.")
+        expected = assignment.item.gold_answer.get("winner")
+        side = "left" if assignment.presentation.get("left") == expected else "right"
+        return _("Your answer was not right: the %(side)s response was the better one.") % {
+            "side": _("left") if side == "left" else _("right")}
+
+    def quality_label(self, assignment):
+        return (assignment.result or {}).get("winner")
+
     def gold_question(self, item):
         if item.gold_answer.get("winner") not in ("a", "b"):
             return None

@@ -198,6 +198,19 @@ class VerificationTask(TaskType):
                               expected=expected)
         return {"outcome": outcome, "harmful": False, "comment": ""}
 
+    adaptive_overlap = True
+
+    def gold_feedback(self, assignment):
+        if assignment.gold_passed:
+            return _("Your answer was right.")
+        expected = dict(WORKER_OUTCOMES).get(assignment.item.gold_answer.get("outcome"))
+        if expected is None:
+            return _("Your answer was not right.")
+        return _("Your answer was not right: the right judgment was “%(label)s”.") % {"label": expected}
+
+    def quality_label(self, assignment):
+        return (assignment.payload or {}).get("outcome")
+
     def gold_question(self, item):
         choices = [(str(value), str(label)) for value, label in WORKER_OUTCOMES]
         if item.gold_answer.get("outcome") not in dict(choices):

@@ -23,7 +23,10 @@ def simulate_local_worker(*, round: CollectionRound, username: str, rng: random.
     done = 0
     while True:
         started = timezone.now()
-        assignment = crowd.request_assignment(round=round, worker=worker, now=started)
+        try:
+            assignment = crowd.request_assignment(round=round, worker=worker, now=started)
+        except crowd.NotQualified:
+            return done  # the round's quality policy stopped this worker, as it would a person
         if assignment is None:
             return done
         seconds = task_seconds(rng=rng, median_seconds=median_seconds, time_limit=round.time_limit_seconds)

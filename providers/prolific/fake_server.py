@@ -38,6 +38,9 @@ PLACEHOLDER = re.compile(r"\{\{%([A-Z_]+)%\}\}")
 KNOWN_PLACEHOLDERS = frozenset({"PROLIFIC_PID", "STUDY_ID", "SESSION_ID"})
 PROLIFIC_ID_OPTIONS = frozenset({"question", "url_parameters", "not_required"})
 DEVICES = frozenset({"desktop", "tablet", "mobile"})
+# The filters this fake knows, by kind (Prolific lists many more at GET /api/v1/filters/).
+FILTERS = {"first-language": "select", "fluent-languages": "select", "approval_rate": "range",
+           "approval_numbers": "range", "age": "range"}
 CODE_TYPES = frozenset({"COMPLETED", "FAILED_ATTENTION_CHECK", "FOLLOW_UP_STUDY", "GIVE_BONUS",
                         "INCOMPATIBLE_DEVICE", "NO_CONSENT", "OTHER"})
 CODE_ACTIONS = frozenset({"AUTOMATICALLY_APPROVE", "MANUALLY_REVIEW", "ADD_TO_PARTICIPANT_GROUP",
@@ -574,6 +577,36 @@ class FakeProlificServer(FakeService):
             errors["external_study_url"] = problems
 
     @staticmethod
+    def _check_filters(filters: Any, errors: dict) -> None:
+        """Prolific's study filters: select filters take ``selected_values`` (choice ids as strings),
+        range filters ``selected_range`` with ``lower`` and/or ``upper``."""
+        if filters is None:
+            return
+        if not isinstance(filters, list):
+            errors["filters"] = ["Must be a list of filters."]
+            return
+        for number, entry in enumerate(filters):
+            if not isinstance(entry, dict) or entry.get("filter_id") not in FILTERS:
+                errors["filters"] = [f"Filter {number}: unknown filter_id; known: {sorted(FILTERS)}."]
+                return
+            kind = FILTERS[entry["filter_id"]]
+            if kind == "select":
+                values = entry.get("selected_values")
+                if "selected_range" in entry or not isinstance(values, list) or not values or not all(
+                        isinstance(value, str) for value in values):
+                    errors["filters"] = [f"Filter {entry['filter_id']}: selected_values must be a non-empty list "
+                                         "of choice ids (strings)."]
+                    return
+            else:
+                bounds = entry.get("selected_range")
+                if ("selected_values" in entry or not isinstance(bounds, dict) or not bounds
+                        or set(bounds) - {"lower", "upper"}
+                        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds.values())):
+                    errors["filters"] = [f"Filter {entry['filter_id']}: selected_range must give lower and/or upper "
+                                         "as numbers."]
+                    return
+
+    @staticmethod
     def _check_completion_codes(codes: Any, errors: dict) -> list[dict]:
         if not isinstance(codes, list) or not codes:
             errors["completion_codes"] = ["At least one completion code is required."]
@@ -669,6 +702,7 @@ class FakeProlificServer(FakeService):
             errors["device_compatibility"] = [f"Choose one or more of {sorted(DEVICES)}."]
         if maximum is not None and minutes and maximum < minutes:
             errors["maximum_allowed_time"] = ["Must not be less than estimated_completion_time."]
+        self._check_filters(body.get("filters"), errors)
         if errors:
             raise ProlificError(400, errors)
         study = Study(

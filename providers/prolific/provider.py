@@ -70,6 +70,24 @@ def completion_code(round) -> str:
     return deterministic_token(round=round, purpose="prolific:completion-code")[:8].upper()
 
 
+# Publish options naming Prolific's language filters (their choice ids come from Prolific's
+# filters list, GET /api/v1/filters/) and the filter each sends.
+LANGUAGE_FILTERS = {"first_language_ids": "first-language", "fluent_language_ids": "fluent-languages"}
+
+
+def eligibility_filters(options: dict) -> list[dict]:
+    """The study's ``filters``: language (select filters, choice ids as strings) and a minimum
+    approval rate (a range filter, percent)."""
+    filters = []
+    for option, filter_id in LANGUAGE_FILTERS.items():
+        if options.get(option):
+            filters.append({"filter_id": filter_id, "selected_values": [str(v) for v in options[option]]})
+    if options.get("min_approval_rate") is not None:
+        filters.append({"filter_id": "approval_rate",
+                        "selected_range": {"lower": int(options["min_approval_rate"]), "upper": 100}})
+    return filters
+
+
 class ProlificProvider(CrowdProvider):
     name = "prolific"
     label = "Prolific"
@@ -207,6 +225,7 @@ class ProlificProvider(CrowdProvider):
                 "maximum_allowed_time": max(minutes, math.ceil(round.time_limit_seconds / 60)),
                 "reward": to_minor(round.reward_per_task),
                 "device_compatibility": options.get("devices", ["desktop"]),
+                **({"filters": eligibility_filters(options)} if eligibility_filters(options) else {}),
             })
             result.tasks_created = 1
         else:
@@ -242,6 +261,14 @@ class ProlificProvider(CrowdProvider):
                 or remote.get("study_id") != assignment.provider_task_id):
             return False
         return True if remote.get("status") in CONFIRMING_STATUSES else None
+
+    def screens_language(self, *, round) -> bool:
+        """Only a study published with a first- or fluent-language filter screens language."""
+        from ..models import Publication
+
+        publication = Publication.objects.filter(round=round, provider=self.name).first()
+        options = (publication.details.get("options") or {}) if publication else {}
+        return any(options.get(key) for key in LANGUAGE_FILTERS)
 
     def after_submit(self, *, assignment) -> dict:
         from ..models import Publication

@@ -63,6 +63,29 @@
     });
   }
 
+  // --- free-text tasks: paste events and typing time go with the answers as "typing" ---
+  if (form.dataset.recordsTyping) {
+    const stats = { pastes: 0, pasted_chars: 0, typing_seconds: 0 };
+    let lastInput = null;
+    form.addEventListener("paste", function (event) {
+      stats.pastes += 1;
+      const text = event.clipboardData ? event.clipboardData.getData("text") : "";
+      stats.pasted_chars += text.length;
+    });
+    form.addEventListener("input", function () {
+      const now = performance.now();
+      // Time between keystrokes counts as typing; a pause of over 5 s does not.
+      if (lastInput !== null && now - lastInput < 5000) stats.typing_seconds += (now - lastInput) / 1000;
+      lastInput = now;
+    });
+    form.addEventListener("formdata", function (event) {
+      event.formData.set("typing", JSON.stringify({
+        pastes: stats.pastes, pasted_chars: stats.pasted_chars,
+        typing_seconds: Math.round(stats.typing_seconds * 10) / 10,
+      }));
+    });
+  }
+
   // --- submit through the API; the server stores a repeated submission once ---
   let sending = false;
   form.addEventListener("submit", async function (event) {

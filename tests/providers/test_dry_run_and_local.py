@@ -48,7 +48,9 @@ def test_dry_run_command_prints_what_would_be_spent(round_factory, capsys):
 
 
 def test_simulated_gold_answers_follow_the_accuracy(round_factory):
-    round = round_factory(items=40, workers_per_item=1, gold_answers={i: {"winner": "b"} for i in range(40)})
+    # The stop-after-failed-checks policy is off: every one of the 40 answers is wanted here.
+    round = round_factory(items=40, workers_per_item=1, gold_answers={i: {"winner": "b"} for i in range(40)},
+                          qualification_rules={"stop_after_failed_checks": 0})
     rng = random.Random(9)
     simulate_local_worker(round=round, username="sim", rng=rng, accuracy=0.75, median_seconds=30)
     passed = Assignment.objects.filter(round=round, gold_passed=True).count()
@@ -76,7 +78,9 @@ def test_dry_run_of_a_demo_round(key, provider, capsys):
 
     round = create_demo_rounds()[key]
     tasks = round.items.count() * round.workers_per_item
-    call_command("publish_round", str(round.pk), "--provider", provider, "--dry-run", "--seed", "2")
+    # The demo ranking round takes only speakers of its language: on Prolific the study must say so.
+    language = ["--first-language-id", "19"] if provider == "prolific" else []
+    call_command("publish_round", str(round.pk), "--provider", provider, "--dry-run", "--seed", "2", *language)
     out = capsys.readouterr().out
     assert f"DRY RUN on {provider}" in out and f"tasks submitted: {tasks};" in out
     assert f"approved {tasks};" in out

@@ -43,6 +43,9 @@ class Command(BaseCommand):
             f"{report.bonuses_unsettled} awaiting a rerun, {report.bonuses_failed} refused, "
             f"{report.skipped_for_budget} skipped to stay within the budget cap"
         )
+        if report.held_for_review:
+            self.stdout.write(f"  {report.held_for_review} submission(s) held for review: their workers are below the "
+                              "round's minimum gold accuracy for automatic approval")
         for error in report.errors:
             self.stderr.write(f"  {error}")
         for payment_id, worker, amount, age in report.awaiting_settlement:

@@ -33,6 +33,10 @@ class Command(BaseCommand):
         parser.add_argument("--qualification-min-score", type=int, default=None,
                             help="lowest score on our qualification (a percentage for tests from gold items)")
         parser.add_argument("--estimated-minutes", type=int, default=None, help="Prolific: estimated completion time")
+        parser.add_argument("--first-language-id", action="append", dest="first_language_ids", default=None,
+                            help="Prolific: a choice id of the first-language filter (repeatable)")
+        parser.add_argument("--fluent-language-id", action="append", dest="fluent_language_ids", default=None,
+                            help="Prolific: a choice id of the fluent-languages filter (repeatable)")
 
     def handle(self, *args, **options):
         round = round_from(options["round"])
@@ -40,7 +44,8 @@ class Command(BaseCommand):
         publish_options = {
             key: options[key]
             for key in ("min_approval_rate", "min_approved_hits", "locales", "masters", "qualification_type_id",
-                        "qualification_min_score", "estimated_minutes")
+                        "qualification_min_score", "estimated_minutes", "first_language_ids",
+                        "fluent_language_ids")
             if options[key]
         }
         if options["dry_run"]:
