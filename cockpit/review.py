@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django import forms
 from django.core.paginator import Page, Paginator
+from django.db.models import Q
 
 from annotation.models import Assignment, CollectionRound, Worker
 from annotation.selectors import submission_review
@@ -15,6 +16,7 @@ from projects.models import Project
 from projects.selectors import assignments_for_user, rounds_for_user
 from providers.registry import provider_class
 from providers.review import APPROVE, REJECT, ReviewReport, review_submissions
+from quality.selectors import worker_label
 
 PER_PAGE = 20
 # MTurk's RequesterFeedback holds at most 1,024 characters (Prolific wants 100+ for a rejection).
@@ -45,14 +47,6 @@ def _submissions(user):
     return assignments_for_user(user).submitted()
 
 
-def worker_label(worker: Worker) -> str:
-    """How a researcher sees a worker: a local worker's username, or the provider and our own number
-    (never the provider's raw worker id)."""
-    if worker.provider == Worker.LOCAL and worker.user is not None:
-        return worker.user.get_username()
-    return f"{worker.provider} worker #{worker.pk}"
-
-
 def _first_error(form: forms.Form) -> str:
     field, errors = next(iter(form.errors.items()))
     name = form.fields[field].label or field if field in form.fields else ""
@@ -73,6 +67,7 @@ class ReviewFilterForm(forms.Form):
     status = forms.ChoiceField(choices=[(key, key) for key in STATUS_FILTERS], required=False, label="status")
     worker = WorkerChoiceField(queryset=Worker.objects.none(), required=False, label="worker",
                                empty_label="all workers")
+    flagged = forms.BooleanField(required=False, label="flagged")
 
     def __init__(self, data, *, user, project: Project):
         data = data.copy()
@@ -93,8 +88,9 @@ class ReviewFilterForm(forms.Form):
 
 
 def review_queue(*, user, project: Project, round: CollectionRound | None = None, status: str = "pending",
-                 worker: Worker | None = None):
-    """The project's submissions for review, oldest first, narrowed by round, review status and worker."""
+                 worker: Worker | None = None, flagged: bool = False):
+    """The project's submissions for review, oldest first, narrowed by round, review status and worker;
+    ``flagged``: only those the guardrails flagged (near-duplicates, pasted text) or that failed gold."""
     submissions = _submissions(user).filter(round__project=project)
     if round is not None:
         submissions = submissions.filter(round=round)
@@ -102,6 +98,8 @@ def review_queue(*, user, project: Project, round: CollectionRound | None = None
         submissions = submissions.filter(review_status=STATUS_FILTERS[status])
     if worker is not None:
         submissions = submissions.filter(worker=worker)
+    if flagged:
+        submissions = submissions.filter(~Q(flags=[]) | Q(gold_passed=False))
     return submissions.select_related("round", "item", "worker__user").order_by("submitted_at", "pk")
 
 

@@ -7,6 +7,8 @@ from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from quality.selectors import worker_label
+
 from ..access import is_owner, owned_project_for, project_for, researcher_required
 from ..review import (
     ReviewDecisionForm,
@@ -14,7 +16,6 @@ from ..review import (
     queue_page,
     review,
     review_queue as queue_of,
-    worker_label,
 )
 
 

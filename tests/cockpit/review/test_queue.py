@@ -11,9 +11,10 @@ from annotation import services
 from annotation.models import Assignment
 from annotation.task_types import REGISTRY
 from datasets_app.models import Image
-from cockpit.review import PER_PAGE, worker_label
+from cockpit.review import PER_PAGE
 from projects.services import create_project
 from providers import services as provider_services
+from quality.selectors import worker_label
 from tests.annotation.browser.test_sixth_task_type import ClarityTask
 from tests.annotation.factories import make_instance, make_outputs, make_round
 
@@ -139,7 +140,8 @@ def test_gold_result_time_and_a_provider_worker_by_label(client, researcher, pro
     assert "gold: failed" in other
     label = f"mturk worker #{provider_worker.pk}"
     assert worker_label(provider_worker) == label
-    assert f'<span class="worker-label">{label}</span>' in other and "A1RAWWORKERID" not in html
+    link = reverse("cockpit:worker", args=[project.slug, provider_worker.pk])
+    assert f'<a class="worker-label" href="{link}">{label}</a>' in other and "A1RAWWORKERID" not in html
     assert "Amazon Mechanical Turk" in other and "Not yet confirmed by the provider" in other
 
 
@@ -165,6 +167,28 @@ def test_filters_by_round_status_and_worker(client, researcher, project):
     assert shown(status="all", worker=second.worker_id, round=first.round_id) == set()
     rejected = client.get(queue_url(project, status="rejected")).content.decode()
     assert "Too quick." in rejected
+
+
+def test_the_flagged_filter_keeps_flagged_work_and_failed_gold(client, researcher, project):
+    plain = pairwise_submission(project)
+    flagged = caption_submission(project)
+    # As the engine's guardrails record a near-duplicate (worker text in it, escaped when shown).
+    Assignment.objects.filter(pk=flagged.pk).update(flags=[
+        {"kind": "near_duplicate", "of": "worker", "assignment": plain.pk, "similarity": 0.97, "note": HOSTILE}])
+    outputs = tuple(make_outputs(instance=make_instance()))
+    gold_round = make_round(task_type="pairwise", targets=[outputs], project=project,
+                            gold_answers={0: {"winner": "a"}})
+    failed_gold = submit(gold_round, lambda assignment: {
+        "choice": "right" if assignment.presentation["left"] == "a" else "left"})
+    assert failed_gold.gold_passed is False
+    client = login(client, researcher)
+    html = client.get(queue_url(project, flagged="on")).content.decode()
+    assert {int(pk) for pk in re.findall(r'id="submission-(\d+)"', html)} == {flagged.pk, failed_gold.pk}
+    shown = card(html, flagged)
+    assert "<strong>near_duplicate</strong>" in shown and "similarity 0.97" in shown and ESCAPED in shown
+    assert "<script>alert" not in html
+    everything = client.get(queue_url(project)).content.decode()
+    assert len(re.findall(r'id="submission-(\d+)"', everything)) == 3
 
 
 def test_bad_filters_are_refused_with_their_name_and_foreign_rounds_or_workers_are_not_choices(
