@@ -64,3 +64,11 @@ def fresh_rate_limits():
     cache.clear()
     yield
     cache.clear()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that drives chromium carries the ``browser`` marker, however its module marks it
+    (CI's second, PostgreSQL pass leaves the browser out: pages do not depend on the database)."""
+    for item in items:
+        if {"page", "browser"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker("browser")

@@ -106,7 +106,7 @@ def test_load_demo_prints_logins_and_urls():
     text = out.getvalue()
     assert "http://127.0.0.1:8123/admin/" in text
     assert "login researcher / " in text
-    assert "6 open rounds (caption, instruction_generation, pairwise, ranking, ranking_ja, verification)" in text
+    assert "6 rounds (caption, instruction_generation, pairwise, ranking, ranking_ja, verification)" in text
     from annotation.models import CollectionRound, Worker
 
     assert CollectionRound.objects.filter(status="open").count() == 6

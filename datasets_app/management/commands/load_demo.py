@@ -36,7 +36,7 @@ class Command(BaseCommand):
         base = f"http://{host}:{port}"
         self.stdout.write(self.style.SUCCESS(
             f"Demo data: {counts['families']} families, {counts['instances']} instances, "
-            f"{counts['review_sets']} review sets, {len(rounds)} open rounds "
+            f"{counts['review_sets']} review sets, {len(rounds)} rounds "
             f"({', '.join(sorted(rounds))})."
         ))
         self.stdout.write(
