@@ -58,12 +58,14 @@ install: $(VENV)/.runtime
 install-dev: $(VENV)/.dev
 
 # The demo is a development server: DEBUG on (development key, media served by Django).
+# Releases and absolute URLs point at the address the demo server listens on.
+DEMO_ENV = DEBUG=1 DATABASE_URL=$(DEMO_DATABASE_URL) SITE_BASE_URL=http://$(HOST):$(PORT)
 demo-data: install
-	DEBUG=1 DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py migrate --noinput
-	DEBUG=1 DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py load_demo --host $(HOST) --port $(PORT)
+	$(DEMO_ENV) $(BIN)/python manage.py migrate --noinput
+	$(DEMO_ENV) $(BIN)/python manage.py load_demo --host $(HOST) --port $(PORT)
 
 demo: demo-data
-	DEBUG=1 DATABASE_URL=$(DEMO_DATABASE_URL) $(BIN)/python manage.py runserver $(HOST):$(PORT)
+	$(DEMO_ENV) $(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 # Tests marked `postgres` (concurrency) always run against PostgreSQL: with an SQLite DATABASE_URL
 # (or none), they run in a second pass against TEST_POSTGRES_URL.

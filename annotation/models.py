@@ -69,6 +69,9 @@ class Worker(models.Model):
         "the language_matched rule only go to workers who list the round's language.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # When the worker last opened "My work": reviews after this are new feedback on the work list.
+    # Changed only by ``annotation.services.mark_work_history_seen``.
+    work_history_seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["provider", "external_id"]

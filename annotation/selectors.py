@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import pandas as pd
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -17,6 +17,11 @@ from .services import _BROKEN_ITEM_ERRORS
 from .task_types import get_task_type, task_types_yielding
 
 logger = logging.getLogger(__name__)
+
+# Fewer counted task times than this say nothing about how long a task takes (a researcher's few
+# test submissions of two seconds each): the work list then uses the researcher's estimate or the time
+# limit, and the cockpit shows no effective wage.
+MIN_TIMED_TASKS = 5
 
 BATTLE_COLUMNS = [
     "round_id", "item_id", "assignment_id", "instance_id", "category", "model_a", "model_b",
@@ -100,7 +105,8 @@ class WorkOffer:
     total: int
     tasks_left: int
     expected_seconds: float
-    # "median" (of the submitted task times), "estimate" (the researcher's) or "time_limit".
+    # "median" (of the submitted task times, from MIN_TIMED_TASKS on), "estimate" (the researcher's)
+    # or "time_limit".
     expected_seconds_source: str
     hourly_rate: Decimal | None
 
@@ -176,7 +182,7 @@ def work_list_for_worker(*, worker: Worker) -> list[WorkOffer]:
 
 
 def _offer(*, round: CollectionRound, durations: list[float], tasks_left: int) -> WorkOffer:
-    if durations:
+    if len(durations) >= MIN_TIMED_TASKS:
         seconds, source = float(statistics.median(durations)), "median"
     elif round.estimated_seconds_per_task:
         seconds, source = float(round.estimated_seconds_per_task), "estimate"
@@ -230,7 +236,8 @@ def open_assignment(*, round: CollectionRound, worker: Worker) -> Assignment | N
 
 
 def round_progress(*, round: CollectionRound) -> dict:
-    """Items done, assignments by status, spend so far and the effective hourly wage."""
+    """Items done, assignments by status, spend so far and the effective hourly wage: the reward over
+    the median of the ``timed_tasks`` counted task times, None below ``MIN_TIMED_TASKS`` of them."""
     items = round.items.aggregate(total=Count("pk"), completed=Count("pk", filter=Q(completed_at__isnull=False)))
     by_status = dict(
         round.assignments.values_list("status").annotate(n=Count("pk")).values_list("status", "n")
@@ -242,7 +249,7 @@ def round_progress(*, round: CollectionRound) -> dict:
     median_seconds = statistics.median(durations) if durations else None
     effective_wage = (
         (round.reward_per_task * Decimal(3600) / Decimal(str(median_seconds))).quantize(Decimal("0.01"))
-        if median_seconds
+        if median_seconds and len(durations) >= MIN_TIMED_TASKS
         else None
     )
     return {
@@ -253,6 +260,7 @@ def round_progress(*, round: CollectionRound) -> dict:
         "spent": round.reward_per_task * paid,
         "budget_cap": round.budget_cap,
         "median_seconds": median_seconds,
+        "timed_tasks": len(durations),
         "effective_hourly_wage": effective_wage,
         "target_hourly_wage": round.target_hourly_wage,
     }
@@ -286,3 +294,85 @@ def qualifying_feedback(*, round: CollectionRound, worker: Worker) -> dict | Non
                    _("You did not pass the qualification (%(passed)d of %(answers)d right).")) % result
     return {"last": round.task_type_handler.gold_feedback(last), "passed": bool(last.gold_passed),
             "outcome": outcome, **result}
+
+
+PENDING_REVIEW = "pending"
+
+
+@dataclass
+class WorkRecord:
+    """One submitted task as its worker sees it on "My work"."""
+
+    assignment: Assignment
+    review: str  # "pending", "approved" or "rejected"
+    feedback: str
+    earned: Decimal  # the reward once approved, else 0
+    bonuses: Decimal  # bonuses paid for this task
+    currency: str
+    is_new: bool  # feedback given since the worker last opened "My work"
+
+
+def _review_of(assignment: Assignment) -> str:
+    if assignment.review_status in (Assignment.ReviewStatus.APPROVED, Assignment.ReviewStatus.REJECTED):
+        return assignment.review_status
+    return PENDING_REVIEW
+
+
+def work_history(*, worker: Worker):
+    """The worker's submitted tasks, newest first (a queryset to page through)."""
+    return (Assignment.objects.submitted().filter(worker=worker).select_related("round")
+            .order_by("-submitted_at", "-pk"))
+
+
+def _paid_bonuses(assignments):
+    from providers.models import BonusPayment  # bonuses are paid by the provider layer
+
+    return BonusPayment.objects.filter(assignment__in=assignments, status=BonusPayment.Status.PAID)
+
+
+def work_records(assignments, *, seen_before=None) -> list[WorkRecord]:
+    """One page of ``work_history`` as records: review, feedback and what each task earned; feedback
+    given after ``seen_before`` (the worker's last look, None for never) is new."""
+    assignments = list(assignments)
+    bonuses: dict[int, Decimal] = {}
+    for assignment_id, amount in _paid_bonuses(assignments).values_list("assignment_id", "amount"):
+        bonuses[assignment_id] = bonuses.get(assignment_id, Decimal("0")) + amount
+    records = []
+    for assignment in assignments:
+        review = _review_of(assignment)
+        earned = assignment.round.reward_per_task if review == Assignment.ReviewStatus.APPROVED else Decimal("0")
+        records.append(WorkRecord(assignment=assignment, review=review, feedback=assignment.review_feedback,
+                                  earned=earned, bonuses=bonuses.get(assignment.pk, Decimal("0")),
+                                  currency=assignment.round.currency,
+                                  is_new=bool(assignment.review_feedback) and assignment.reviewed_at is not None
+                                  and (seen_before is None or assignment.reviewed_at > seen_before)))
+    return records
+
+
+def earnings(*, worker: Worker) -> list[dict]:
+    """What the worker has earned, per currency (sorted): approved tasks × their reward plus paid bonuses."""
+    totals: dict[str, dict] = {}
+
+    def entry(currency):
+        return totals.setdefault(currency, {"currency": currency, "approved_tasks": 0, "rewards": Decimal("0"),
+                                            "bonuses": Decimal("0")})
+
+    approved = (Assignment.objects.submitted().filter(worker=worker, review_status=Assignment.ReviewStatus.APPROVED)
+                .values("round__currency").annotate(n=Count("pk"), rewards=Sum("round__reward_per_task")))
+    for row in approved:
+        item = entry(row["round__currency"])
+        item["approved_tasks"] += row["n"]
+        item["rewards"] += row["rewards"]
+    for row in (_paid_bonuses(Assignment.objects.filter(worker=worker)).values("currency")
+                .annotate(total=Sum("amount"))):
+        entry(row["currency"])["bonuses"] += row["total"]
+    return [{**item, "total": item["rewards"] + item["bonuses"]} for _, item in sorted(totals.items())]
+
+
+def new_feedback_count(*, worker: Worker) -> int:
+    """Reviews with feedback given to the worker since they last opened "My work"."""
+    reviewed = Assignment.objects.submitted().filter(worker=worker, reviewed_at__isnull=False).exclude(
+        review_feedback="")
+    if worker.work_history_seen_at is not None:
+        reviewed = reviewed.filter(reviewed_at__gt=worker.work_history_seen_at)
+    return reviewed.count()

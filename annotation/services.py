@@ -881,6 +881,12 @@ def reject_assignment(*, assignment: Assignment, feedback: str = "") -> Assignme
     return _record_review(assignment=assignment, status=Assignment.ReviewStatus.REJECTED, feedback=feedback)
 
 
+def mark_work_history_seen(*, worker: Worker) -> None:
+    """The worker has looked at their work and its reviews: feedback given until now is no longer new."""
+    worker.work_history_seen_at = timezone.now()
+    Worker.objects.filter(pk=worker.pk).update(work_history_seen_at=worker.work_history_seen_at)
+
+
 __all__ = [
     "AssignmentNotActive",
     "AssignmentNotFound",
@@ -898,6 +904,7 @@ __all__ = [
     "add_items",
     "allowed_actions",
     "approve_assignment",
+    "mark_work_history_seen",
     "cancel_round",
     "check_worker_may_work",
     "close_round",

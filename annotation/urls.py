@@ -17,6 +17,7 @@ api_patterns = (
 urlpatterns = [
     path("", views.work_list, name="work-list"),
     path("settings/", views.worker_settings, name="settings"),
+    path("history/", views.work_history, name="history"),
     path("rounds/<int:round_id>/", views.round_page, name="round"),
     path("rounds/<int:round_id>/consent/", views.consent_page, name="consent"),
 ]

@@ -5,6 +5,7 @@ from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import translation
 from django.utils.translation import gettext as _
@@ -37,7 +38,21 @@ def worker_required(view):
 def work_list(request, worker):
     """The open rounds the worker can still do, with reward, expected time and hourly rate."""
     offers = selectors.work_list_for_worker(worker=worker)
-    return render(request, "annotation/work_list.html", {"offers": offers, "worker": worker})
+    return render(request, "annotation/work_list.html", {
+        "offers": offers, "worker": worker, "new_feedback": selectors.new_feedback_count(worker=worker)})
+
+
+WORK_HISTORY_PAGE_SIZE = 20
+
+
+@worker_required
+def work_history(request, worker):
+    """"My work": the worker's submitted tasks, newest first, with their review, feedback and pay."""
+    page = Paginator(selectors.work_history(worker=worker), WORK_HISTORY_PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": page, "earnings": selectors.earnings(worker=worker),
+               "records": selectors.work_records(page.object_list, seen_before=worker.work_history_seen_at)}
+    services.mark_work_history_seen(worker=worker)
+    return render(request, "annotation/work_history.html", context)
 
 
 @require_http_methods(["GET", "POST"])

@@ -18,7 +18,7 @@ from django.utils import timezone
 from datasets_app.models import Instance, InstructionFamily
 
 from .models import Assignment, CollectionRound
-from .selectors import round_progress
+from .selectors import MIN_TIMED_TASKS, round_progress
 
 DEFAULT_COVERAGE_TARGET = 10
 # Hourly throughput shows at most this many hours, the most recent ones.
@@ -84,6 +84,8 @@ def round_watch(*, round: CollectionRound, coverage_target: int = DEFAULT_COVERA
         "budget_cap": budget_cap,
         "budget_left": None if budget_cap is None else budget_cap - progress["spent"],
         "median_seconds": progress["median_seconds"],
+        "timed_tasks": progress["timed_tasks"],
+        "min_timed_tasks": MIN_TIMED_TASKS,
         "effective_hourly_wage": wage,
         "target_hourly_wage": target_wage,
         "wage_meets_target": None if wage is None else wage >= target_wage,

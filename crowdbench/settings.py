@@ -118,6 +118,7 @@ TEMPLATES = [
             "context_processors": [
                 "django.template.context_processors.request",
                 "cockpit.context_processors.roles",
+                "annotation.context_processors.roles",
                 "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",

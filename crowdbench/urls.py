@@ -11,6 +11,8 @@ from . import views
 urlpatterns = [
     path("", views.home, name="home"),
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico on pages that link no icon (JSON, files): the same SVG.
+    path("favicon.ico", views.favicon, name="favicon"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("projects/", include("cockpit.urls")),

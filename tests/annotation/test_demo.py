@@ -96,3 +96,23 @@ def test_load_demo_prints_what_the_crowd_did():
     assert "Simulated crowd:" in text and "pairwise" in text and "Open for you to try:" in text
     assert CollectionRound.objects.get(name__endswith="Which response is better?").items.filter(
         completed_at__isnull=True).count() == 0
+    # Worker quality is computed for every round the simulated crowd completed, for the Workers page.
+    from providers.demo import COMPLETED_ROUNDS
+
+    completed = CollectionRound.objects.filter(items__completed_at__isnull=False).distinct()
+    assert completed.count() == len(COMPLETED_ROUNDS)
+    for round in completed:
+        crowd = set(round.assignments.counted().values_list("worker", flat=True))
+        assert crowd and set(round.worker_quality.values_list("worker", flat=True)) == crowd, round.name
+
+
+def test_make_demo_gives_the_server_address_as_the_site_base_url():
+    import subprocess
+
+    from django.conf import settings
+
+    commands = subprocess.run(["make", "-n", "demo", "HOST=10.1.2.3", "PORT=8123"], cwd=settings.BASE_DIR,
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+    for command in ("migrate", "load_demo", "runserver 10.1.2.3:8123"):
+        [line] = [line for line in commands if f"manage.py {command}" in line]
+        assert "SITE_BASE_URL=http://10.1.2.3:8123 " in line, line

@@ -474,15 +474,21 @@ def test_round_progress_reports_spend_and_effective_wage():
 
     from django.utils import timezone
 
-    round = make_round(task_type="verification", targets=[make_candidate(), make_candidate()],
+    minimum = selectors.MIN_TIMED_TASKS
+    round = make_round(task_type="verification", targets=[make_candidate() for _ in range(minimum + 1)],
                        reward_per_task=Decimal("0.50"))
     worker = make_worker()
     start = timezone.now()
-    a = services.request_assignment(round=round, worker=worker, now=start)
-    services.submit_assignment(assignment_id=a.pk, worker=worker, data={"outcome": "correct"},
-                               now=start + timedelta(seconds=90))
-    progress = selectors.round_progress(round=round)
-    assert progress["items_completed"] == 1
-    assert progress["spent"] == Decimal("0.50")
+    for n in range(1, minimum + 1):
+        a = services.request_assignment(round=round, worker=worker, now=start)
+        services.submit_assignment(assignment_id=a.pk, worker=worker, data={"outcome": "correct"},
+                                   now=start + timedelta(seconds=90))
+        progress = selectors.round_progress(round=round)
+        assert progress["timed_tasks"] == n
+        if n < minimum:
+            # Too few task times for a wage: none is shown rather than a wild one.
+            assert progress["median_seconds"] == 90 and progress["effective_hourly_wage"] is None
+    assert progress["items_completed"] == minimum
+    assert progress["spent"] == Decimal("0.50") * minimum
     assert progress["median_seconds"] == 90
     assert progress["effective_hourly_wage"] == Decimal("20.00")

@@ -151,11 +151,17 @@ def test_expected_time_is_the_median_of_submitted_tasks_else_the_estimate_else_t
     assert (offer.expected_seconds, offer.expected_seconds_source, offer.hourly_rate) == (90, "estimate", Decimal("24.00"))
 
     start = timezone.now() - timedelta(minutes=5)
-    for seconds in (30, 60, 200):
+    times = (30, 60, 200, 45, 90)
+    assert len(times) == selectors.MIN_TIMED_TASKS
+    for n, seconds in enumerate(times, start=1):
         someone = make_worker()
         assignment = services.request_assignment(round=round, worker=someone, now=start)
         services.submit_assignment(assignment_id=assignment.pk, worker=someone, data={"choice": "left"},
                                    now=start + timedelta(seconds=seconds))
+        if n < selectors.MIN_TIMED_TASKS:
+            # Too few task times: the researcher's estimate still stands.
+            [offer] = selectors.work_list_for_worker(worker=worker)
+            assert offer.expected_seconds_source == "estimate", n
     [offer] = selectors.work_list_for_worker(worker=worker)
     assert (offer.expected_seconds, offer.expected_seconds_source, offer.hourly_rate) == (60, "median", Decimal("36.00"))
 

@@ -9,6 +9,7 @@ from datasets_app.demo import create_demo_data
 from projects.models import Membership, Project
 from providers.demo import complete_demo_rounds
 from projects.services import create_project, set_member
+from quality.services import recompute_round_quality
 
 RESEARCHER = "researcher"
 DEMO_PROJECT = "demo"
@@ -18,7 +19,8 @@ WORKERS = ["worker1", "worker2", "worker3"]
 class Command(BaseCommand):
     help = (
         "Load the demo data (families, instances, review sets and one open round of each task "
-        "type), let a simulated crowd complete the pairwise, ranking and verification rounds, create "
+        "type), let a simulated crowd complete the pairwise, ranking and verification rounds (and compute "
+        "their worker quality), create "
         "a researcher and local worker logins with fresh passwords, print the URLs."
     )
 
@@ -33,6 +35,9 @@ class Command(BaseCommand):
             counts = create_demo_data(project=project)
             rounds = create_demo_rounds(researcher=researcher, worker_users=workers, project=project)
             crowd = complete_demo_rounds(rounds=rounds)
+            # The cockpit's Workers page shows the stored quality of the rounds the crowd worked on.
+            for key in crowd.completed_items:
+                recompute_round_quality(round=rounds[key])
         base = f"http://{host}:{port}"
         self.stdout.write(self.style.SUCCESS(
             f"Demo data: {counts['families']} families, {counts['instances']} instances, "
