@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from .models import Assignment, CollectionRound, Worker, WorkItem
+from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
 from .services import _BROKEN_ITEM_ERRORS
 from .task_types import get_task_type, task_types_yielding
 
@@ -147,6 +147,10 @@ def work_list_for_worker(*, worker: Worker) -> list[WorkOffer]:
                 Assignment.objects.submitted().filter(round=OuterRef("pk"), worker=worker), group_by="round"),
             has_open=Exists(Assignment.objects.filter(
                 round=OuterRef("pk"), worker=worker, status=Assignment.Status.ASSIGNED, expires_at__gt=now)),
+            worker_failed_checks=_count_subquery(
+                Assignment.objects.submitted().filter(round=OuterRef("pk"), worker=worker, gold_passed=False),
+                group_by="round"),
+            worker_qualified=Exists(Qualification.objects.filter(project=OuterRef("project"), worker=worker)),
         )
         .order_by("-opened_at", "-id")
     )
@@ -160,7 +164,8 @@ def work_list_for_worker(*, worker: Worker) -> list[WorkOffer]:
     offers = []
     for round in rounds:
         try:
-            check_worker_may_work(round=round, worker=worker, approved_tasks=approved)
+            check_worker_may_work(round=round, worker=worker, approved_tasks=approved,
+                                  failed_checks_count=round.worker_failed_checks, qualified=round.worker_qualified)
         except CrowdWorkError:
             continue
         rules = round.qualification_rules or {}

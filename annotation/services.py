@@ -306,11 +306,13 @@ def expire_stale_assignments(*, round: CollectionRound | None = None, now: datet
     return stale.update(status=Assignment.Status.EXPIRED)
 
 
-def check_worker_may_work(*, round: CollectionRound, worker: Worker, approved_tasks: int | None = None) -> None:
+def check_worker_may_work(*, round: CollectionRound, worker: Worker, approved_tasks: int | None = None,
+                          failed_checks_count: int | None = None, qualified: bool | None = None) -> None:
     """Refuse (RoundNotOpen, NotQualified) a worker who may not take tasks of the round.
 
-    ``approved_tasks`` is the worker's count of approved assignments when the caller has it (the work
-    list counts once for all rounds); otherwise it is counted here when a rule needs it."""
+    ``approved_tasks``, ``failed_checks_count`` (in this round) and ``qualified`` (for the round's
+    project) are given when the caller has them (the work list reads them once for all rounds);
+    otherwise each is read here when a rule needs it."""
     if round.status != CollectionRound.Status.OPEN:
         raise RoundNotOpen(_("This round is not open for work."))
     if worker.is_blocked:
@@ -321,12 +323,15 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker, approved_ta
     if rules.get("language_matched") and round.language not in (worker.languages or []):
         raise NotQualified(_("This round is for workers who work in %(language)s.")
                            % {"language": round.get_language_display()})
-    if rules.get("qualified_only") and not Qualification.objects.filter(
-        worker=worker, project_id=round.project_id
-    ).exists():
-        raise NotQualified(_("This round is for workers who passed its project's qualification."))
+    if rules.get("qualified_only"):
+        if qualified is None:
+            qualified = Qualification.objects.filter(worker=worker, project_id=round.project_id).exists()
+        if not qualified:
+            raise NotQualified(_("This round is for workers who passed its project's qualification."))
     stop_after = round.quality_policy["stop_after_failed_checks"]
-    if stop_after and failed_checks(round=round, worker=worker) >= stop_after:
+    if failed_checks_count is None and stop_after:
+        failed_checks_count = failed_checks(round=round, worker=worker)
+    if stop_after and failed_checks_count >= stop_after:
         raise NotQualified(_("Too many of your answers to check questions in this round were wrong; it has "
                              "no more tasks for you."))
     if rules.get("min_approved_tasks"):
