@@ -141,6 +141,10 @@ def validate_qualification_rules(value: object) -> None:
         share = value["min_gold_accuracy_for_approval"]
         if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
             raise ValidationError(_("min_gold_accuracy_for_approval must be a number from 0 to 1, or null."))
+    if "tasks_per_participant" in value:
+        limit = value["tasks_per_participant"]
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ValidationError(_("tasks_per_participant must be a positive integer."))
     for key in ("language_matched", "qualified_only"):
         if key in value and not isinstance(value[key], bool):
             raise ValidationError(_("%(key)s must be true or false."), params={"key": key})
@@ -168,6 +172,8 @@ QUALIFICATION_RULES = {
     "warn_after_failed_checks": "failed gold checks in the round after which the worker is warned (default 2; 0 never)",
     "stop_after_failed_checks": "failed gold checks in the round after which the worker gets no more of its "
     "tasks (default 5; 0 never)",
+    "tasks_per_participant": "tasks one provider session (a Prolific participant's study submission) may "
+    "hold, one after another (default 1); the reward pays the first, bonuses the others",
     "min_gold_accuracy_for_approval": "share of the worker's gold checks in the round that must pass for "
     "pay_round to approve their work automatically; the rest waits for review (default: no minimum)",
 }

@@ -86,6 +86,9 @@ class RoundSettingsForm(forms.Form):
                                    help_text="Extra guidance shown to workers above the task's instructions.")
     min_approved_tasks = forms.IntegerField(required=False, min_value=0, label="Minimum approved tasks")
     max_tasks_per_worker = forms.IntegerField(required=False, min_value=0, label="Most tasks per worker")
+    tasks_per_participant = forms.IntegerField(
+        required=False, min_value=1, max_value=100, label="Tasks per Prolific participant",
+        help_text="Tasks one participant does in one study session; the reward pays one, bonuses the rest. Empty: 1.")
     allowed_providers = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, label="Workers from",
         choices=lambda: [(name, provider.label or name) for name, provider in PROVIDERS.items()],
@@ -99,7 +102,7 @@ class RoundSettingsForm(forms.Form):
     expected_seconds = forms.IntegerField(min_value=1, max_value=24 * 3600, initial=60, label="Expected seconds per task",
                                           help_text="For the expected wage and the top-ups the target wage needs.")
 
-    QUALIFICATION_FIELDS = ("min_approved_tasks", "max_tasks_per_worker", "language_matched")
+    QUALIFICATION_FIELDS = ("min_approved_tasks", "max_tasks_per_worker", "tasks_per_participant", "language_matched")
 
     def round_settings(self) -> dict:
         """The ``create_round`` arguments."""

@@ -26,6 +26,12 @@ def money(value: Decimal) -> Decimal:
     return Decimal(value).quantize(CENT, rounding=ROUND_HALF_UP)
 
 
+def tasks_per_session(round: CollectionRound) -> int:
+    """How many tasks one provider session (e.g. one Prolific study submission) may hold, one after
+    another: the round's ``tasks_per_participant`` rule, 1 by default."""
+    return int((round.qualification_rules or {}).get("tasks_per_participant", 1))
+
+
 def deterministic_token(*, round: CollectionRound, purpose: str) -> str:
     """Same round and purpose, same token (so a retry is recognised); another round, another token.
 

@@ -32,6 +32,7 @@ from .base import (
     PublishResult,
     deterministic_token,
     money,
+    tasks_per_session,
 )
 from .models import BonusPayment, Publication
 from .registry import get_provider, provider_class
@@ -42,6 +43,9 @@ logger = logging.getLogger(__name__)
 # Bonus rows count against the budget until paid or given up: a refused one is retried by the next run.
 COUNTED_BONUS = list(BonusPayment.Status.values)
 SETTLING = "pay call accepted; the provider settles it later (possibly paid until it shows the payment)"
+# The ledger reason of an extra task's reward: the session's first task is paid by the provider's
+# reward, each further one (``tasks_per_participant``) by a bonus of the task reward.
+EXTRA_TASK_REASON = "Reward for a further task in the same study session. Thank you for your work."
 UNSETTLED_BONUS = [BonusPayment.Status.REQUESTED, BonusPayment.Status.SENDING, BonusPayment.Status.FAILED]
 
 
@@ -118,6 +122,7 @@ def committed_spend(*, round: CollectionRound) -> Decimal:
     providers: dict[str, CrowdProvider] = {}
     slots = (
         Assignment.objects.holding_a_slot().filter(round=round)
+        .exclude(bonus_payments__reason=EXTRA_TASK_REASON)
         .values_list("worker__provider").annotate(n=Count("pk")).order_by()
     )
     for name, count in slots:
@@ -204,10 +209,15 @@ def request_provider_assignment(
     With ``item`` (an MTurk HIT is one item) the worker gets exactly that item, under the same
     rules as the engine (qualification, one open task per round, per-worker limit, budget cap).
     """
-    existing = Assignment.objects.filter(
+    session = Assignment.objects.filter(
         round=round, worker=worker, provider_assignment_id=provider_assignment_id
-    ).first()
-    if existing is not None:
+    ).order_by("pk")
+    existing = session.filter(status=Assignment.Status.ASSIGNED).first() or session.last()
+    if existing is not None and (
+        item is not None or existing.status != Assignment.Status.SUBMITTED
+        or session.filter(status=Assignment.Status.SUBMITTED).count() >= tasks_per_session(round)
+    ):
+        # A reload, or the session holds all the tasks the round allows it (``tasks_per_participant``).
         return existing
     if ((round.qualification_rules or {}).get("language_matched") and round.language not in worker.languages
             and get_provider(worker.provider).screens_language(round=round)):
@@ -221,6 +231,8 @@ def request_provider_assignment(
         provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
         budget_allows=_budget_allows_with_fees,
     )
+    if assignment is None and existing is not None:
+        return existing  # no task left for the session's next one: it is done
     return _follow_provider_ids(assignment, provider_assignment_id, provider_task_id)
 
 
@@ -481,6 +493,7 @@ def pay_round(
     reviewed = review_submissions(assignments=pending, decision=APPROVE, feedback=feedback, providers=cache)
     report.approved = len(reviewed.done)
     report.errors += [f"assignment {assignment.pk}: {message}" for assignment, message in reviewed.failed]
+    _grant_extra_task_rewards(round=round, report=report, providers=cache)
     if top_up:
         _grant_top_ups(round=round, report=report, providers=cache)
     for payment in BonusPayment.objects.filter(assignment__round=round, status__in=UNSETTLED_BONUS).order_by("pk"):
@@ -539,6 +552,30 @@ def resend_unsettled_bonus(*, payment_id: int, round: CollectionRound, providers
     return payment if provider.bonus_settles_later else _settle(payment, BonusPayment.Status.PAID)
 
 
+def _grant_extra_task_rewards(*, round: CollectionRound, report: PayReport, providers: dict) -> None:
+    """Each approved task after the first of its provider session (several tasks under one provider
+    submission, ``tasks_per_participant``) gets the task reward as a bonus, once, within the budget cap."""
+    if round.reward_per_task < Decimal("0.01"):
+        return
+    approved = (
+        Assignment.objects.counted().filter(round=round, review_status=Assignment.ReviewStatus.APPROVED)
+        .exclude(provider_assignment_id="").select_related("worker", "round").order_by("pk")
+    )
+    for assignment in approved:
+        first = (
+            Assignment.objects.submitted().filter(round=round, worker=assignment.worker,
+                                                  provider_assignment_id=assignment.provider_assignment_id)
+            .order_by("pk").values_list("pk", flat=True).first()
+        )
+        if first == assignment.pk:
+            continue  # the provider's reward pays the session's first task
+        provider = _provider_of(assignment, providers)
+        reward = round.reward_per_task
+        # Counted as a reward slot until now; from here on as a ledger row instead.
+        freed = reward + provider.reward_fee(reward=reward, rate=provider.fee_rate(round=round))
+        _grant_within_cap(assignment=assignment, amount=reward, reason=EXTRA_TASK_REASON, purpose="extra-task",
+                          report=report, providers=providers, freed=freed)
+
 def _grant_top_ups(*, round: CollectionRound, report: PayReport, providers: dict) -> None:
     per_task = top_up_per_task(round=round, median_seconds=median_task_seconds(round=round))
     report.top_up_per_task = per_task
@@ -553,21 +590,28 @@ def _grant_top_ups(*, round: CollectionRound, report: PayReport, providers: dict
         .select_related("worker", "round").order_by("pk")
     )
     for assignment in approved:
-        with transaction.atomic():
-            # Lock the round: concurrent payers must not together pass the budget cap.
-            locked = CollectionRound.objects.select_for_update().get(pk=round.pk)
-            token = deterministic_token(round=locked, purpose=f"assignment:{assignment.pk}:bonus:top-up")
-            if BonusPayment.objects.filter(token=token).exists():
-                continue
-            if locked.budget_cap is not None:
-                provider = _provider_of(assignment, providers)
-                fees = provider.reward_fee(reward=per_task, rate=provider.bonus_fee_rate)
-                if committed_spend(round=locked) + per_task + fees > locked.budget_cap:
-                    report.skipped_for_budget += 1
-                    continue
-            _payment, created = grant_bonus(assignment=assignment, amount=per_task, reason=reason, purpose="top-up")
-            report.bonuses_granted += int(created)
+        _grant_within_cap(assignment=assignment, amount=per_task, reason=reason, purpose="top-up",
+                          report=report, providers=providers)
 
+
+def _grant_within_cap(*, assignment: Assignment, amount: Decimal, reason: str, purpose: str, report: PayReport,
+                      providers: dict, freed: Decimal = Decimal("0")) -> None:
+    """Grant one bonus once (its ledger row), unless it would take the round's committed spend, less
+    ``freed`` (what the row replaces there), past the budget cap."""
+    with transaction.atomic():
+        # Lock the round: concurrent payers must not together pass the budget cap.
+        locked = CollectionRound.objects.select_for_update().get(pk=assignment.round_id)
+        token = deterministic_token(round=locked, purpose=f"assignment:{assignment.pk}:bonus:{purpose}")
+        if BonusPayment.objects.filter(token=token).exists():
+            return
+        if locked.budget_cap is not None:
+            provider = _provider_of(assignment, providers)
+            fees = provider.reward_fee(reward=amount, rate=provider.bonus_fee_rate)
+            if committed_spend(round=locked) - freed + amount + fees > locked.budget_cap:
+                report.skipped_for_budget += 1
+                return
+        _payment, created = grant_bonus(assignment=assignment, amount=amount, reason=reason, purpose=purpose)
+        report.bonuses_granted += int(created)
 
 # --- blocks, qualifications, expiry -------------------------------------------------------------------
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import replace
+from urllib.parse import urlencode
 from decimal import ROUND_HALF_UP, Decimal
 
 import httpx
 from django.conf import settings
+from django.urls import reverse
 
 from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
 
@@ -29,6 +31,7 @@ from ..base import (
     RemoteSubmission,
     deterministic_token,
     money,
+    tasks_per_session,
 )
 
 logger = logging.getLogger(__name__)
@@ -271,10 +274,37 @@ class ProlificProvider(CrowdProvider):
         return any(options.get(key) for key in LANGUAGE_FILTERS)
 
     def after_submit(self, *, assignment) -> dict:
+        """The participant's next task in the same study session while the session holds fewer than the
+        round's ``tasks_per_participant`` (the entry page gives it, or sends them on when none is left);
+        else Prolific's completion URL."""
+        from annotation.models import Assignment, CollectionRound
+
         from ..models import Publication
 
+        round = assignment.round
+        done = Assignment.objects.filter(round=round, worker=assignment.worker, status=Assignment.Status.SUBMITTED,
+                                         provider_assignment_id=assignment.provider_assignment_id).count()
+        if done < tasks_per_session(round) and round.status == CollectionRound.Status.OPEN:
+            query = urlencode({"PROLIFIC_PID": assignment.worker.external_id, "STUDY_ID": assignment.provider_task_id,
+                               "SESSION_ID": assignment.provider_assignment_id})
+            return {"redirect_url": f"{reverse('providers:prolific:task', args=[round.pk])}?{query}", "next_task": True}
         publication = Publication.objects.get(round=assignment.round, provider=self.name)
         return {"redirect_url": COMPLETE_URL.format(code=publication.details["completion_code"])}
+
+    def estimate_cost(self, *, round, expected_bonuses: Decimal = Decimal("0"), items: int | None = None):
+        """With ``tasks_per_participant`` above 1, at the limit each participant's first task is paid by the
+        study reward and the others as bonuses (with the bonus fee)."""
+        estimate = super().estimate_cost(round=round, expected_bonuses=expected_bonuses, items=items)
+        places = math.ceil(estimate.tasks / tasks_per_session(round))
+        extra = estimate.tasks - places
+        if not extra:
+            return estimate
+        bonuses = money(Decimal(expected_bonuses) + round.reward_per_task * extra)
+        return replace(
+            estimate, rewards=money(round.reward_per_task * places),
+            fees=money(self.reward_fee(reward=round.reward_per_task, rate=self.fee_rate(round=round)) * places),
+            expected_bonuses=bonuses, bonus_fees=money(bonuses * self.bonus_fee_rate),
+        )
 
     def approve(self, *, assignment, feedback: str) -> None:
         # Prolific treats a repeated transition as a no-op, so retrying is safe.

@@ -117,6 +117,18 @@ def test_settings_become_qualification_rules(client, researcher, project):
     assert rules == {"min_approved_tasks": 5, "providers": ["mturk", "prolific"], "language_matched": True}
 
 
+def test_tasks_per_prolific_participant_becomes_a_rule_and_bonuses_in_the_estimate(client, researcher, project):
+    outputs_in(project)
+    client.force_login(researcher)
+    preview = client.post(new_url(project), builder_data(**{
+        "round-tasks_per_participant": "3", "round-provider": "prolific"}))
+    assert preview.status_code == 200 and preview.context["cost"].estimate.expected_bonuses > 0
+    assert client.post(new_url(project), builder_data(**{"round-tasks_per_participant": "0"})).status_code == 400
+    assert not CollectionRound.objects.exists()
+    client.post(new_url(project), builder_data(action="create", **{"round-tasks_per_participant": "3"}))
+    assert CollectionRound.objects.get().qualification_rules == {"tasks_per_participant": 3}
+
+
 def test_gold_items_are_set_by_their_preview_number(client, researcher, project):
     outputs_in(project)
     client.force_login(researcher)
