@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from .api import datasets, evaluations, projects, rounds
+from .api.worker_schema import WORKER_SCHEMA_SETTINGS
 
 app_name = "api"
 
@@ -24,6 +25,8 @@ router.register("releases", projects.ReleaseViewSet, basename="release")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    # The worker and provider endpoints (/api/work/, /api/providers/) have their own schema.
+    path("work/schema/", SpectacularAPIView.as_view(custom_settings=WORKER_SCHEMA_SETTINGS), name="worker-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     # A release's files keep their own names (no trailing slash), e.g. /api/releases/1/files/SHA256SUMS
     path("releases/<int:pk>/files/<path:path>", projects.ReleaseViewSet.as_view({"get": "download"}),

@@ -172,8 +172,38 @@ MAX_IMAGE_UPLOAD_BYTES = int(os.environ.get("MAX_IMAGE_UPLOAD_BYTES", str(10 * 1
 # Data files (predictions, review sets, families) uploaded from the project board.
 MAX_DATA_UPLOAD_BYTES = env_number("MAX_DATA_UPLOAD_BYTES", str(20 * 1024 * 1024), int)
 
+# Media (uploaded and generated images): on disk under MEDIA_ROOT, or with MEDIA_STORAGE=s3 in an
+# S3-compatible bucket through django-storages (docs/deploy.md). The credentials come from the
+# environment only; Django's error reports hide settings named like keys and secrets.
+MEDIA_STORAGE = os.environ.get("MEDIA_STORAGE", "filesystem")
+if MEDIA_STORAGE not in {"filesystem", "s3"}:
+    raise ImproperlyConfigured(f"MEDIA_STORAGE must be filesystem or s3, got {MEDIA_STORAGE!r}")
+if MEDIA_STORAGE == "s3":
+    if not os.environ.get("MEDIA_S3_BUCKET"):
+        raise ImproperlyConfigured("MEDIA_STORAGE=s3 needs MEDIA_S3_BUCKET")
+    _MEDIA_STORAGE = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": os.environ["MEDIA_S3_BUCKET"],
+            "endpoint_url": os.environ.get("MEDIA_S3_ENDPOINT_URL") or None,
+            "region_name": os.environ.get("MEDIA_S3_REGION") or None,
+            # Empty: boto3's own chain (AWS_* variables, instance role).
+            "access_key": os.environ.get("MEDIA_S3_ACCESS_KEY_ID") or None,
+            "secret_key": os.environ.get("MEDIA_S3_SECRET_ACCESS_KEY") or None,
+            "location": os.environ.get("MEDIA_S3_PREFIX", ""),
+            # A public CDN or bucket host for links; empty: presigned links that expire.
+            "custom_domain": os.environ.get("MEDIA_S3_CUSTOM_DOMAIN") or None,
+            "querystring_auth": not os.environ.get("MEDIA_S3_CUSTOM_DOMAIN"),
+            "querystring_expire": env_number("MEDIA_S3_URL_SECONDS", str(7 * 24 * 3600), int),
+            "file_overwrite": False,
+            "default_acl": None,
+        },
+    }
+else:
+    _MEDIA_STORAGE = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": _MEDIA_STORAGE,
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"

@@ -23,5 +23,8 @@ urlpatterns = [
     path("api/", include("crowdbench.api_urls")),  # the researcher API (docs/api.md)
 ]
 
+# Unknown addresses under /api/ answer JSON, like every other API error.
+handler404 = "crowdbench.views.not_found"
+
 if settings.DEBUG:
     urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)

@@ -24,6 +24,7 @@ from decimal import Decimal
 from django.db import transaction
 
 from llm.client import LLMClient, LLMResult, chat_request, configured_model
+from llm.images import data_url
 from llm.services import ensure_template, render_template
 from llm.steps import Answer, LLMStep, StepReport
 
@@ -137,7 +138,13 @@ def ensure_review_templates() -> dict[str, tuple[str, int]]:
 
 def image_source(image: Image) -> str:
     """What the LLM layer sends: our stored file (it becomes a base64 data URL) or the image's URL."""
-    return image.file.path if image.file else encode_url(image.url)
+    if not image.file:
+        return encode_url(image.url)
+    try:
+        return image.file.path
+    except NotImplementedError:  # object storage (MEDIA_STORAGE=s3): no local path, send the bytes
+        with image.file.open("rb") as handle:
+            return data_url(handle.read())
 
 
 @dataclass

@@ -48,6 +48,12 @@ class ProviderError(ServiceError):
     status_code = 502
 
 
+class ProviderNotConfigured(ProviderError):
+    """The provider's credentials are not set on this server: nothing was sent, and the request is refused."""
+
+    status_code = 409
+
+
 class ProviderRefused(ProviderError):
     """The provider answered no: the call did nothing and repeating it unchanged will not help."""
 

@@ -26,16 +26,27 @@ class ErrorSerializer(serializers.Serializer):
     )
 
 
+class BadRequestSerializer(ErrorSerializer):
+    """A malformed request: the services' ``{"detail", "errors"}``, or DRF's ``{"field": ["…"]}``."""
+
+    detail = serializers.CharField(required=False, help_text="What was refused, and why.")
+
+
 class ResearcherSchema(AutoSchema):
     """Documents the error answers every researcher endpoint may give, besides its success."""
 
     def _get_response_bodies(self, direction="response"):
         bodies = super()._get_response_bodies(direction)
         codes = ["401", "403", "404"]
-        if self.method in ("POST", "PUT", "PATCH") or self._is_list_view() or self.get_filter_backends():
+        if self.method == "POST":
+            codes.append("409")  # a transition or a write the current state does not allow
+        # A body, a filter or a declared query parameter can be refused as malformed.
+        if (self.method in ("POST", "PUT", "PATCH") or self._is_list_view() or self.get_filter_backends()
+                or self.get_override_parameters()):
             codes.insert(0, "400")
         for code in codes:
-            bodies.setdefault(code, self._get_response_for_code(ErrorSerializer, code, direction=direction))
+            serializer = BadRequestSerializer if code == "400" else ErrorSerializer
+            bodies.setdefault(code, self._get_response_for_code(serializer, code, direction=direction))
         return bodies
 
 

@@ -26,6 +26,7 @@ from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
 from ..base import (
     CrowdProvider,
     ProviderError,
+    ProviderNotConfigured,
     ProviderRefused,
     PublishResult,
     RemoteSubmission,
@@ -118,7 +119,7 @@ class ProlificProvider(CrowdProvider):
     def client(self) -> httpx.Client:
         if self._client is None:
             if not self._token:
-                raise ProviderError("PROLIFIC_API_TOKEN is not set")
+                raise ProviderNotConfigured("Prolific is not set up on this server: PROLIFIC_API_TOKEN is not set")
             self._client = httpx.Client(
                 base_url=self.base_url, timeout=30, transport=self._transport,
                 headers={"Authorization": f"Token {self._token}"},
