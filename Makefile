@@ -89,6 +89,7 @@ bench: install-dev
 	$(BIN)/python bench/export.py
 	$(BIN)/python bench/results.py
 	$(BIN)/python bench/quality.py
+	$(BIN)/python bench/load.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media staticfiles .pytest_cache .hypothesis

@@ -7,13 +7,13 @@ from django.urls import reverse
 from django.utils import translation
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import image_reports, selectors, services
 from .models import Assignment, CollectionRound
-from .permissions import IsLocalWorker
+from .permissions import NOT_A_WORKER
 from .task_types import worker_answers
 
 
@@ -46,11 +46,21 @@ class AssignmentSerializer(serializers.ModelSerializer):
         return reverse("annotation-api:submit", args=[assignment.pk])
 
 
+class IsLocalWorkerWithRecord(BasePermission):
+    """``IsLocalWorker`` that keeps the worker record it found on the request (one query for both)."""
+
+    message = NOT_A_WORKER
+
+    def has_permission(self, request, view) -> bool:
+        request.crowd_worker = services.local_worker_for(user=request.user)
+        return request.crowd_worker is not None
+
+
 class CrowdWorkAPIView(APIView):
-    permission_classes = [IsAuthenticated, IsLocalWorker]
+    permission_classes = [IsAuthenticated, IsLocalWorkerWithRecord]
 
     def worker(self, request):
-        return services.get_or_create_local_worker(user=request.user)
+        return request.crowd_worker
 
 
 class NextTaskView(CrowdWorkAPIView):

@@ -84,8 +84,12 @@ def ranking_judgments(round: CollectionRound | None = None, *, project=None,
 
 def worker_progress(*, round: CollectionRound, worker: Worker) -> dict:
     """"n of m done" for a worker: m is what the round can still give them plus what they did."""
-    done = Assignment.objects.submitted().filter(round=round, worker=worker).count()
-    items = round.items.count()
+    # Both counts in one statement: this runs on every "next task".
+    counts = CollectionRound.objects.filter(pk=round.pk).values(
+        done=_count_subquery(Assignment.objects.submitted().filter(round=round, worker=worker), group_by="round"),
+        item_count=_count_subquery(WorkItem.objects.filter(round=round), group_by="round"),
+    ).get()
+    done, items = counts["done"], counts["item_count"]
     limit = (round.qualification_rules or {}).get("max_tasks_per_worker")
     total = min(items, limit) if limit is not None else items
     return {"done": done, "total": total}

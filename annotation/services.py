@@ -11,9 +11,10 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Callable, Iterable
 
+from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, IntegerField, OuterRef, Subquery, Value
+from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -98,11 +99,32 @@ def _invalid_submission(error: ValidationError) -> InvalidSubmission:
 # --- workers ---------------------------------------------------------------------------------------
 
 
-@transaction.atomic
+def local_worker_for(*, user) -> Worker | None:
+    """The worker record of a user who may work on the local pages (active, in the workers group), or
+    None. One query when the record exists (the common case: every API request of a worker)."""
+    from .permissions import is_local_worker
+
+    if not (user.is_authenticated and user.is_active):
+        return None
+    worker = Worker.objects.filter(
+        provider=Worker.LOCAL, external_id=str(user.pk), user=user,
+        user__groups__name=settings.ANNOTATION_WORKER_GROUP,
+    ).first()
+    if worker is not None:
+        return worker
+    return get_or_create_local_worker(user=user) if is_local_worker(user) else None
+
+
 def get_or_create_local_worker(*, user) -> Worker:
-    worker, _created = Worker.objects.get_or_create(
-        provider=Worker.LOCAL, external_id=str(user.pk), defaults={"user": user}
-    )
+    # A plain read first: every request of a known worker comes here, and get_or_create's savepoint
+    # would cost two more round trips each time.
+    worker = Worker.objects.filter(provider=Worker.LOCAL, external_id=str(user.pk)).first()
+    if worker is not None:
+        return worker
+    with transaction.atomic():
+        worker, _created = Worker.objects.get_or_create(
+            provider=Worker.LOCAL, external_id=str(user.pk), defaults={"user": user}
+        )
     return worker
 
 
@@ -377,6 +399,10 @@ def overlap_savings(*, round: CollectionRound) -> dict:
             "saved": fixed - judgments, "saved_share": (fixed - judgments) / fixed if fixed else 0.0}
 
 
+# Assignment foreign keys whose rows the engine has loaded itself: full_clean need not look them up.
+_ROWS_IN_HAND = ["round", "item", "worker"]
+
+
 def _slots_taken_subquery():
     held = (
         Assignment.objects.holding_a_slot()
@@ -396,10 +422,15 @@ def _take_locked_item(
     """With the item row locked: recount its slots and, if one is free, give it to the worker."""
     if item.completed_at is not None:
         return None
-    if Assignment.objects.filter(item=item, worker=worker).exists():
+    # One query for both: whether the worker already had the item, and how many slots are held.
+    counts = Assignment.objects.filter(item=item).aggregate(
+        mine=Count("pk", filter=Q(worker=worker)),
+        held=Count("pk", filter=Q(pk__in=Assignment.objects.holding_a_slot().filter(item=item).values("pk"))),
+    )
+    if counts["mine"]:
         return None
     handler = get_task_type(round.task_type)
-    if Assignment.objects.holding_a_slot().filter(item=item).count() >= judgments_needed(item=item, handler=handler):
+    if counts["held"] >= judgments_needed(item=item, handler=handler):
         return None
     if not item_fits(item=item, handler=handler):
         return None
@@ -418,8 +449,9 @@ def _take_locked_item(
                       else Assignment.Confirmation.UNCONFIRMED),
         confirmed_at=now if worker.user_id is not None else None,
     )
-    # Only field validation: the unique constraints are enforced by the database below.
-    assignment.full_clean(validate_constraints=False)
+    # Only field validation: the unique constraints are enforced by the database below, and the
+    # round, item and worker rows are in hand (checking that they exist would cost a query each).
+    assignment.full_clean(exclude=_ROWS_IN_HAND, validate_constraints=False)
     assignment.save()
     return assignment
 
@@ -480,6 +512,7 @@ def _request_assignment_locked(
         round=round, worker=worker, status=Assignment.Status.ASSIGNED, expires_at__gt=now
     ).first()
     if existing is not None:
+        existing.round, existing.worker = round, worker
         if only_item is not None and existing.item_id != only_item.pk:
             raise AssignmentNotActive(_("Finish or return your other task of this round first."))
         return existing
@@ -531,9 +564,13 @@ def _request_assignment_locked(
 
 def _attempt_item(*, item_id: int, skip_locked: bool, **take) -> tuple[Assignment | None, bool]:
     """Try one item in a savepoint: (the new assignment or None, whether the row was locked by others)."""
+    # The round's own targets come with the locked row (the lock covers the item row only): checking
+    # and presenting the item then costs no query. Only these: every extra join slows the planner.
+    targets = get_task_type(take["round"].task_type).target_fields
     with transaction.atomic():
         item = (
             WorkItem.objects.select_for_update(skip_locked=skip_locked, no_key=True, of=("self",))
+            .select_related(*targets)
             .filter(pk=item_id)
             .order_by()
             .first()
@@ -699,7 +736,7 @@ def submit_assignment(
             assignment.gold_passed = all(
                 (assignment.result or {}).get(key) == expected for key, expected in item.gold_answer.items()
             )
-        assignment.full_clean(validate_constraints=False)
+        assignment.full_clean(exclude=_ROWS_IN_HAND, validate_constraints=False)
         assignment.save()
         _complete_item_if_done(item_id=item.pk, now=now)
         _qualify_if_passed(round=assignment.round, worker=worker)
@@ -736,6 +773,8 @@ def _complete_item_if_done(*, item_id: int, now: datetime) -> None:
     if item.completed_at is not None:
         return
     # Only confirmed judgments complete an item: forged or not-yet-confirmed provider work never does.
+    # A statement of its own, after the lock: under READ COMMITTED it then sees every judgment
+    # committed before the lock was granted (a subquery of the locking statement would not).
     judgments = Assignment.objects.counted().filter(item=item).count()
     if judgments >= judgments_needed(item=item):
         item.completed_at = now
@@ -923,6 +962,7 @@ __all__ = [
     "overlap_savings",
     "grant_qualification",
     "gold_summary",
+    "local_worker_for",
     "on_item_completed",
     "open_round",
     "pause_round",

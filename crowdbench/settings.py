@@ -89,9 +89,11 @@ INSTALLED_APPS = [
     "stepruns",
     "quality",  # worker quality, agreement reports (above annotation and evaluation, below the cockpit)
     "cockpit",
+    "django_guid",  # a request id per request, in every log line and the X-Request-ID header
 ]
 
 MIDDLEWARE = [
+    "django_guid.middleware.guid_middleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Refuses hostile input (control characters, deep JSON, huge bodies) before anything reads it.
@@ -132,7 +134,10 @@ WSGI_APPLICATION = "crowdbench.wsgi.application"
 DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0")),
+        # Persistent connections (seconds; 0 closes after each request), checked before reuse so a
+        # restarted database costs one failed check instead of one failed request.
+        conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60")),
+        conn_health_checks=env_bool("CONN_HEALTH_CHECKS", True),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -255,12 +260,40 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
+# Logs go to stderr: plain lines by default, JSON lines with LOG_FORMAT=json (one object per line
+# with time, level, logger, message and request_id). Request ids come from django-guid: a valid
+# incoming X-Request-ID (a UUID) is kept, anything else is replaced by a fresh one.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "text")
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be text or json, got {LOG_FORMAT!r}")
+DJANGO_GUID = {"GUID_HEADER_NAME": "X-Request-ID", "VALIDATE_GUID": True, "RETURN_HEADER": True,
+               "EXPOSE_HEADER": True}
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {
+        "request_id": {"()": "django_guid.log_filters.CorrelationId", "correlation_id_field": "request_id"},
+    },
+    "formatters": {
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id"],
+            **({"formatter": "json"} if LOG_FORMAT == "json" else {}),
+        },
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        # django-guid notes every id it sets at INFO: one line per request.
+        "django_guid": {"level": "WARNING"},
+    },
 }
 
 # --- Production security (see README "Production settings") ------------------------------------
@@ -305,6 +338,10 @@ if CACHE_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Sessions are read from the cache and written through to the database: no session query per request
+# once a session is cached, a cache flush logs nobody out, and logging out still ends the session on
+# the server (signed cookies could not be revoked). Several server processes share it through Redis.
+SESSION_ENGINE = os.environ.get("SESSION_ENGINE", "django.contrib.sessions.backends.cached_db")
 RATELIMIT_ENABLE = env_bool("RATE_LIMITS_ENABLED", True)
 # The request header carrying the client address behind a proxy, e.g. HTTP_X_REAL_IP (else REMOTE_ADDR).
 RATELIMIT_IP_META_KEY = os.environ.get("RATE_LIMIT_ADDRESS_HEADER") or None

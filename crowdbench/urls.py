@@ -10,6 +10,7 @@ from . import views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("health/", views.health, name="health"),
     path("admin/", admin.site.urls),
     # Browsers ask for /favicon.ico on pages that link no icon (JSON, files): the same SVG.
     path("favicon.ico", views.favicon, name="favicon"),

@@ -1,7 +1,15 @@
+import logging
+
+from django.core.cache import cache
+from django.db import connection
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
 from django.views.defaults import page_not_found
+
+logger = logging.getLogger(__name__)
 
 
 def home(request):
@@ -19,3 +27,37 @@ def not_found(request, exception=None):
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
     return page_not_found(request, exception)
+
+
+def _reachable(check) -> bool:
+    try:
+        check()
+    except Exception:  # any failure means "unreachable"; the reason may name hosts or credentials
+        logger.warning("health check %s failed", check.__name__, exc_info=False)
+        return False
+    return True
+
+
+def _database():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+
+
+def _cache():
+    key = "health:probe"
+    cache.set(key, "1", timeout=10)
+    if cache.get(key) != "1":
+        raise RuntimeError("the cache did not return what was stored")
+
+
+@never_cache
+@require_GET
+def health(request):
+    """For load balancers and monitors: 200 when the database and the cache answer, else 503. No
+    login, no rate limit, nothing but the state of each dependency."""
+    checks = {"database": _reachable(_database), "cache": _reachable(_cache)}
+    healthy = all(checks.values())
+    body = {"status": "ok" if healthy else "unavailable",
+            **{name: "ok" if ok else "unavailable" for name, ok in checks.items()}}
+    return JsonResponse(body, status=200 if healthy else 503)

@@ -1,0 +1,317 @@
+"""Load bench of the worker API: many workers looping "next task → submit" against gunicorn on PostgreSQL.
+
+What it does, in one run:
+
+1. creates a fresh PostgreSQL database (dropped at the end, also after a failure) and migrates it;
+2. builds a pairwise round of ``--items`` items × ``--overlap`` judgments and ``--workers`` local
+   workers, all with the same password;
+3. starts gunicorn with the repository's ``gunicorn.conf.py`` (``DEBUG`` off, rate limits off: every
+   simulated worker comes from 127.0.0.1);
+4. measures a trivial view on the same server: ``GET /health/`` (one ``SELECT 1`` and a cache
+   round trip) from ``--workers`` threads;
+5. logs every worker in through the login form (one ``httpx.Client`` and session each, one thread
+   each), then each loops ``POST next`` → ``POST submit`` until the round has nothing left for them;
+6. prints throughput, p50 / p99 latency and the ratio of the submit path's request rate to the
+   trivial view's, the machine's load average, then checks the database: every acknowledged
+   submission stored exactly once, no item over-assigned, none lost, every item complete.
+
+Run from the repository root: ``python bench/load.py`` (PostgreSQL at ``TEST_POSTGRES_URL``,
+default ``postgres://postgres@127.0.0.1:5432/postgres``). ``--items 200`` for a quick look.
+The exit status is 1 when a target is missed or the integrity check fails.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "load-bench-pass-12345"
+TARGET_RATIO = 0.4
+TARGET_P99_MS = 250.0
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--overlap", type=int, default=3, help="judgments per item")
+    parser.add_argument("--workers", type=int, default=64, help="simulated workers (threads)")
+    parser.add_argument("--trivial-requests", type=int, default=4000)
+    parser.add_argument("--processes", type=int, default=None, help="gunicorn processes (WEB_CONCURRENCY)")
+    parser.add_argument("--threads", type=int, default=None, help="threads per process (GUNICORN_THREADS)")
+    parser.add_argument("--postgres", default=os.environ.get(
+        "TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument("--cache-url", default="", help="e.g. redis://127.0.0.1:6379/1 (default: per-process memory)")
+    return parser.parse_args()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url(admin_url: str, name: str) -> str:
+    parts = urlsplit(admin_url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def summary(latencies: list[float], seconds: float) -> dict:
+    return {"requests": len(latencies), "rate": len(latencies) / seconds,
+            "p50": percentile(latencies, 50) * 1000, "p99": percentile(latencies, 99) * 1000}
+
+
+# --- set-up in this process (Django against the bench database) -----------------------------------
+
+
+def build_round(*, items: int, overlap: int, workers: int):
+    from django.conf import settings
+    from django.contrib.auth.models import Group, User
+    from django.contrib.auth.hashers import make_password
+
+    from annotation import services
+    from datasets_app.models import Instance, InstructionFamily, ModelOutput, Source
+
+    family = InstructionFamily.objects.create(name="Load family", description="Load bench.",
+                                              seed_instruction="Describe the scene.", seed_response="A scene.")
+    instances = Instance.objects.bulk_create([
+        Instance(family=family, instruction=f"Describe scene {n}.", source=Source.RESEARCHER,
+                 status=Instance.Status.AWAITING_VERIFICATION,
+                 content_key=Instance.compute_content_key(family.name, f"Describe scene {n}.", []))
+        for n in range(items)
+    ])
+    outputs = ModelOutput.objects.bulk_create([
+        ModelOutput(instance=instance, model_name=name, text=f"{name} answers scene {instance.pk}.")
+        for instance in instances for name in ("model-a", "model-b")
+    ])
+    pairs = [(outputs[2 * n], outputs[2 * n + 1]) for n in range(items)]
+    round = services.create_round(name="Load round", task_type="pairwise", workers_per_item=overlap,
+                                  time_limit_seconds=600)
+    services.add_items(round=round, targets=pairs)
+    services.open_round(round=round)
+    group, _ = Group.objects.get_or_create(name=settings.ANNOTATION_WORKER_GROUP)
+    hashed = make_password(PASSWORD)
+    users = User.objects.bulk_create([User(username=f"load{n}", password=hashed) for n in range(workers)])
+    group.user_set.add(*users)
+    return round, [user.username for user in users]
+
+
+def check_integrity(*, round_id: int, acknowledged: list[int], overlap: int, items: int) -> dict:
+    from django.db.models import Count
+
+    from annotation.models import Assignment, WorkItem
+
+    submitted = Assignment.objects.filter(round_id=round_id, status=Assignment.Status.SUBMITTED)
+    stored = set(submitted.values_list("pk", flat=True))
+    acked = Counter(acknowledged)
+    per_item_worker = (submitted.values("item", "worker").annotate(n=Count("pk")).filter(n__gt=1).count())
+    over_assigned = (Assignment.objects.holding_a_slot().filter(round_id=round_id).values("item")
+                     .annotate(n=Count("pk")).filter(n__gt=overlap).count())
+    return {
+        "acknowledged": len(acked),
+        "acknowledged twice": sum(1 for n in acked.values() if n > 1),
+        "stored": len(stored),
+        "lost (acknowledged, not stored)": len(set(acked) - stored),
+        "stored, not acknowledged": len(stored - set(acked)),
+        "stored twice (item, worker)": per_item_worker,
+        "items over-assigned": over_assigned,
+        "items complete": WorkItem.objects.filter(round_id=round_id, completed_at__isnull=False).count(),
+        "items": items,
+    }
+
+
+# --- the simulated crowd --------------------------------------------------------------------------
+
+
+def log_in(client: httpx.Client, username: str) -> None:
+    client.get("/accounts/login/")
+    response = client.post("/accounts/login/", data={
+        "username": username, "password": PASSWORD, "csrfmiddlewaretoken": client.cookies["csrftoken"]})
+    if response.status_code != 302:
+        raise RuntimeError(f"login of {username} failed: {response.status_code}")
+
+
+def work(base_url: str, username: str, round_id: int, barrier: threading.Barrier, out: dict, lock) -> None:
+    rng = random.Random(username)
+    latencies, acknowledged, errors = [], [], Counter()
+    with httpx.Client(base_url=base_url, timeout=60, follow_redirects=False) as client:
+        log_in(client, username)
+        barrier.wait()
+        while True:
+            headers = {"X-CSRFToken": client.cookies["csrftoken"]}
+            start = time.perf_counter()
+            response = client.post(f"/api/work/rounds/{round_id}/next/", headers=headers)
+            latencies.append(time.perf_counter() - start)
+            if response.status_code != 200:
+                errors[f"next {response.status_code}"] += 1
+                continue
+            assignment = response.json()["assignment"]
+            if assignment is None:
+                break
+            start = time.perf_counter()
+            response = client.post(assignment["submit_url"], json={"choice": rng.choice(["left", "right"])},
+                                   headers=headers)
+            latencies.append(time.perf_counter() - start)
+            if response.status_code in (200, 201):
+                acknowledged.append(response.json()["assignment"])
+            else:
+                errors[f"submit {response.status_code}"] += 1
+    with lock:
+        out["latencies"].extend(latencies)
+        out["acknowledged"].extend(acknowledged)
+        out["errors"].update(errors)
+
+
+def hammer(base_url: str, path: str, total: int, threads: int) -> list[float]:
+    latencies, lock = [], threading.Lock()
+    per_thread = total // threads
+
+    def run():
+        mine = []
+        with httpx.Client(base_url=base_url, timeout=60) as client:
+            for _ in range(per_thread):
+                start = time.perf_counter()
+                response = client.get(path)
+                mine.append(time.perf_counter() - start)
+                if response.status_code != 200:
+                    raise RuntimeError(f"{path}: {response.status_code}")
+        with lock:
+            latencies.extend(mine)
+
+    pool = [threading.Thread(target=run) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    return latencies
+
+
+def wait_until_up(base_url: str, server: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError("gunicorn exited during start-up")
+        try:
+            if httpx.get(f"{base_url}/health/", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("gunicorn did not answer /health/ within 300 s")
+
+
+def main() -> int:
+    args = parse_args()
+    name = f"cb_load_{os.getpid()}_{secrets.token_hex(3)}"
+    url = database_url(args.postgres, name)
+    env = {
+        **os.environ, "DATABASE_URL": url, "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_SSL_REDIRECT": "0", "SESSION_COOKIE_SECURE": "0",
+        "CSRF_COOKIE_SECURE": "0", "SECURE_HSTS_SECONDS": "0", "RATE_LIMITS_ENABLED": "0",
+        "CACHE_URL": args.cache_url, "LOG_LEVEL": "WARNING",
+        # DEBUG off serves collected, hashed static files: the login page needs them.
+        "STATIC_ROOT": tempfile.mkdtemp(prefix="cb-load-static-"),
+    }
+    env.pop("TEST_DATABASE_NAME", None)
+    if args.processes:
+        env["WEB_CONCURRENCY"] = str(args.processes)
+    if args.threads:
+        env["GUNICORN_THREADS"] = str(args.threads)
+    with psycopg.connect(args.postgres, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    server = None
+    try:
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+        subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env,
+                       check=True)
+        os.environ.update({"DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "crowdbench.settings", "DEBUG": "1"})
+        os.environ.pop("TEST_DATABASE_NAME", None)
+        sys.path.insert(0, str(ROOT))
+        import django
+
+        django.setup()
+        from django.db import connection
+
+        round, usernames = build_round(items=args.items, overlap=args.overlap, workers=args.workers)
+        connection.close()
+
+        port = free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "crowdbench.wsgi"],
+            cwd=ROOT, env={**env, "GUNICORN_BIND": f"127.0.0.1:{port}"}, start_new_session=True)
+        wait_until_up(base_url, server)
+
+        hammer(base_url, "/health/", args.workers * 4, args.workers)  # warm every process and connection
+        start = time.perf_counter()
+        trivial = summary(hammer(base_url, "/health/", args.trivial_requests, args.workers),
+                          time.perf_counter() - start)
+
+        out, lock = {"latencies": [], "acknowledged": [], "errors": Counter()}, threading.Lock()
+        barrier = threading.Barrier(args.workers + 1)
+        crowd = [threading.Thread(target=work, args=(base_url, name, round.pk, barrier, out, lock))
+                 for name in usernames]
+        for thread in crowd:
+            thread.start()
+        barrier.wait()  # everyone is logged in
+        start = time.perf_counter()
+        for thread in crowd:
+            thread.join()
+        seconds = time.perf_counter() - start
+        submit_path = summary(out["latencies"], seconds)
+        accepted = len(out["acknowledged"]) / seconds
+        load = os.getloadavg()
+
+        integrity = check_integrity(round_id=round.pk, acknowledged=out["acknowledged"], overlap=args.overlap,
+                                    items=args.items)
+        connection.close()
+    finally:
+        if server is not None:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=60)
+        with psycopg.connect(args.postgres, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        shutil.rmtree(env["STATIC_ROOT"], ignore_errors=True)
+
+    ratio = submit_path["rate"] / trivial["rate"]
+    print(f"\n{args.workers} workers, pairwise round of {args.items} items x {args.overlap}, gunicorn "
+          f"({env.get('WEB_CONCURRENCY', 'default')} processes x {env.get('GUNICORN_THREADS', 'default')} threads) "
+          f"on PostgreSQL; {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{'':<28}{'requests':>10}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
+    for label, row in (("trivial view (/health/)", trivial), ("next + submit", submit_path)):
+        print(f"{label:<28}{row['requests']:>10}{row['rate']:>10.1f}{row['p50']:>10.1f}{row['p99']:>10.1f}")
+    print(f"accepted submissions per second: {accepted:.1f} ({len(out['acknowledged'])} in {seconds:.1f} s)")
+    print(f"ratio (submit-path requests/s over trivial requests/s): {ratio:.2f}  (target >= {TARGET_RATIO})")
+    if out["errors"]:
+        print("refused requests:", dict(out["errors"]))
+    print("integrity:", ", ".join(f"{key} {value}" for key, value in integrity.items()))
+    intact = (integrity["lost (acknowledged, not stored)"] == 0 and integrity["stored twice (item, worker)"] == 0
+              and integrity["items over-assigned"] == 0 and integrity["acknowledged twice"] == 0
+              and integrity["stored, not acknowledged"] == 0 and integrity["items complete"] == args.items)
+    met = {"ratio": ratio >= TARGET_RATIO, "p99": submit_path["p99"] <= TARGET_P99_MS, "integrity": intact}
+    print("targets:", ", ".join(f"{key} {'met' if ok else 'MISSED'}" for key, ok in met.items()))
+    return 0 if all(met.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""gunicorn configuration of crowdbench (``gunicorn -c gunicorn.conf.py crowdbench.wsgi``; gunicorn also
+reads this file by itself when started in the repository). Every value comes from the environment.
+
+Threads: a request of the worker API spends most of its time waiting for PostgreSQL, so a few threads
+per process keep the cores busy; each thread holds its own persistent database connection
+(``CONN_MAX_AGE``), so PostgreSQL must allow ``WEB_CONCURRENCY × GUNICORN_THREADS`` connections per host.
+"""
+import multiprocessing
+import os
+
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
+# Processes: twice the cores plus one, the usual starting point.
+workers = int(os.environ.get("WEB_CONCURRENCY", str(multiprocessing.cpu_count() * 2 + 1)))
+threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+worker_class = "gthread"
+# A request running longer than this is killed and its worker replaced (uploads and pages stay far below).
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
+# Idle keep-alive connections from the load balancer.
+keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
+# Recycle processes now and then (with jitter, so they do not all restart at once).
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "10000"))
+max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", "1000"))
+# The application's own log lines (plain or JSON, LOG_FORMAT) go to stderr; access lines are off
+# unless asked for, since the application logs what matters and access lines would hold query strings.
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")

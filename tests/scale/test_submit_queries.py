@@ -1,0 +1,46 @@
+"""The worker API's common path stays cheap: one "next task" plus one submit, every statement that
+reaches the database counted, savepoints included (BEGIN and COMMIT are left out: some backends
+report them, others not). It was 49 before the submit path was reworked (docs/deploy.md)."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation.models import Assignment
+
+from ..annotation.factories import make_instance, make_outputs, make_round, make_worker_user
+
+# transaction=True: the services' outer transactions are real ones, as in production, not savepoints.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUERY_BUDGET = 27
+
+
+def pairwise_round(items: int = 4, workers_per_item: int = 3):
+    pairs = []
+    for _ in range(items):
+        pairs.append(tuple(make_outputs(instance=make_instance())))
+    return make_round(task_type="pairwise", targets=pairs, workers_per_item=workers_per_item)
+
+
+def one_cycle(client, round):
+    with CaptureQueriesContext(connection) as queries:
+        body = client.post(reverse("annotation-api:next", args=[round.pk])).json()
+        assignment = body["assignment"]
+        response = client.post(reverse("annotation-api:submit", args=[assignment["id"]]),
+                               {"choice": "left"}, format="json")
+    assert response.status_code == 201, response.content
+    return queries
+
+
+def test_next_and_submit_stay_within_the_query_budget():
+    round = pairwise_round()
+    client = APIClient()
+    client.force_login(make_worker_user())
+    one_cycle(client, round)  # the first request of a worker creates its worker record
+    queries = one_cycle(client, round)
+    statements = [q["sql"] for q in queries.captured_queries if q["sql"] not in ("BEGIN", "BEGIN IMMEDIATE", "COMMIT")]
+    listing = "\n".join(statements)
+    assert len(statements) <= QUERY_BUDGET, f"{len(statements)} statements:\n{listing}"
+    assert Assignment.objects.filter(status=Assignment.Status.SUBMITTED).count() == 2
