@@ -14,7 +14,9 @@ from ..annotation.factories import make_instance, make_outputs, make_round, make
 # transaction=True: the services' outer transactions are real ones, as in production, not savepoints.
 pytestmark = pytest.mark.django_db(transaction=True)
 
-QUERY_BUDGET = 27
+# Today's cost, held so it does not grow unnoticed: the quality checks (failed gold answers,
+# qualifying rounds) read 3 of these. The target of at most 10 is not reached yet.
+QUERY_BUDGET = 30
 
 
 def pairwise_round(items: int = 4, workers_per_item: int = 3):
