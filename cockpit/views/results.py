@@ -48,6 +48,8 @@ def results(request, slug: str):
         "project": project, "query": query, "board": result.data, "categories": category_table(result.data),
         "plots": sorted(result.plots), "parameters": parameters, "sources": SOURCES, "methods": METHODS,
         "cockpit_section": "results",
+        # The field's bounds in the browser are the server's (the query form's).
+        "max_bootstrap": LeaderboardQuery.base_fields["bootstrap"].max_value,
     })
 
 
@@ -77,6 +79,8 @@ def irr_page(request, slug: str):
         "project": project, "query": query, "report": data, "parameters": urlencode(query),
         "kept_items": [item for item in data["items"] if item["kept"]], "plots": sorted(result.plots),
         "cockpit_section": "results",
+        # The field's bounds in the browser are the server's (the query form's).
+        "max_bootstrap": LeaderboardQuery.base_fields["bootstrap"].max_value,
     })
 
 

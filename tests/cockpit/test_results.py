@@ -60,7 +60,9 @@ def test_the_page_shows_what_the_json_holds(client, researcher, data):
     for row in body["models"]:
         assert f"{row['rating']:.1f}" in html and f"{row['ci_low']:.1f} … {row['ci_high']:.1f}" in html
     bad = next(row for row in body["models"] if row["model"] == "model-bad")
-    assert f"{bad['win_rate_vs_reference']:.3f} ({bad['ties_vs_reference']})" in html
+    assert f"<td>{bad['win_rate_vs_reference']:.3f}</td><td>{bad['ties_vs_reference']}</td>" in html
+    assert "<th>Win rate vs human-verified reference</th><th>Ties with human-verified reference</th>" in html
+    assert 'name="bootstrap" min="1" max="5000"' in html
     assert "Win rate per category against human-verified reference" in html
     assert "leaderboard.json?source=human&amp;method=bt&amp;bootstrap=200&amp;seed=0" in html
 
