@@ -139,7 +139,8 @@ def test_gold_result_time_and_a_provider_worker_by_label(client, researcher, pro
     assert "gold: failed" in other
     label = f"mturk worker #{provider_worker.pk}"
     assert worker_label(provider_worker) == label
-    assert f'<span class="worker-label">{label}</span>' in other and "A1RAWWORKERID" not in html
+    worker_page = reverse("cockpit:worker", args=[project.slug, provider_worker.pk])
+    assert f'<a class="worker-label" href="{worker_page}">{label}</a>' in other and "A1RAWWORKERID" not in html
     assert "Amazon Mechanical Turk" in other and "Not yet confirmed by the provider" in other
 
 
