@@ -349,6 +349,11 @@ class WorkItem(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True, db_index=True)
     aggregate_result = models.JSONField(null=True, blank=True)
 
+    @property
+    def number(self) -> int:
+        """The item's number as researchers read it everywhere: 1 for the first (``position`` counts from 0)."""
+        return self.position + 1
+
     class Meta:
         ordering = ["round_id", "position"]
         constraints = [

@@ -226,7 +226,8 @@ _TRANSITIONS = {
     "open": ({CollectionRound.Status.DRAFT}, CollectionRound.Status.OPEN),
     "pause": ({CollectionRound.Status.OPEN}, CollectionRound.Status.PAUSED),
     "resume": ({CollectionRound.Status.PAUSED}, CollectionRound.Status.OPEN),
-    "extend": ({CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED}, None),
+    # A draft has no work under way to extend: its settings are still its own to set.
+    "extend": ({CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED}, None),
     "close": ({CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED}, CollectionRound.Status.CLOSED),
     "cancel": ({CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED},
                CollectionRound.Status.CANCELLED),

@@ -141,9 +141,13 @@ class ReviewDecisionForm(forms.Form):
             self.add_error("feedback", "A rejection needs feedback to the worker.")
         return cleaned
 
+    def refusal(self) -> str:
+        """Why nothing can be reviewed as asked (field named), or "" for a valid decision."""
+        return "" if self.is_valid() else f"Nothing was reviewed. {_first_error(self)}"
+
     def checked(self) -> dict:
-        if not self.is_valid():
-            raise InvalidReviewRequest(f"Nothing was reviewed. {_first_error(self)}")
+        if refusal := self.refusal():
+            raise InvalidReviewRequest(refusal)
         return self.cleaned_data
 
 

@@ -18,10 +18,10 @@ from stepruns.models import StepRun
 
 S = Instance.Status
 
-# The stages the crowd moves on, and the round that does it.
+# The stages the crowd moves on, and the round that does it (the builder's ``kind``: task type and item source).
 CROWD_ACTIONS = {
-    S.AWAITING_CAPTION: "open a caption round",
-    S.AWAITING_VERIFICATION: "open a verification round",
+    S.AWAITING_CAPTION: ("open a caption round", "caption:awaiting_caption"),
+    S.AWAITING_VERIFICATION: ("open a verification round", "verification:reference_candidates"),
 }
 RECENT_RUNS = 10
 ROUNDS_SHOWN = 10
@@ -42,6 +42,7 @@ class Stage:
     count: int
     actions: list[StageAction] = field(default_factory=list)
     crowd_action: str = ""
+    crowd_kind: str = ""  # the round builder's choice for ``crowd_action``
 
     @property
     def headline(self) -> str:
@@ -65,7 +66,9 @@ def instance_stages(project) -> list[Stage]:
                   .annotate(n=Count("pk")).values_list("status", "n"))
     stages = []
     for status, label in S.choices:
-        stage = Stage(status=status, label=label, count=counts.get(status, 0), crowd_action=CROWD_ACTIONS.get(status, ""))
+        crowd_action, crowd_kind = CROWD_ACTIONS.get(status, ("", ""))
+        stage = Stage(status=status, label=label, count=counts.get(status, 0), crowd_action=crowd_action,
+                      crowd_kind=crowd_kind)
         for name, kind in KINDS.items():
             if kind.stage == status:
                 stage.actions.append(StageAction(kind=name, label=kind.label, action=kind.action,

@@ -6,11 +6,25 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from .api import datasets, evaluations, projects, rounds
+from .api.access import ResearcherAPIMixin
 from .api.worker_schema import WORKER_SCHEMA_SETTINGS
 
 app_name = "api"
 
-router = DefaultRouter()
+
+
+class ResearcherAPIRootView(DefaultRouter.APIRootView):
+    """The list of endpoints at /api/: the same authentication and permissions as every endpoint."""
+
+    authentication_classes = ResearcherAPIMixin.authentication_classes
+    permission_classes = ResearcherAPIMixin.permission_classes
+
+
+class ResearcherRouter(DefaultRouter):
+    APIRootView = ResearcherAPIRootView
+
+
+router = ResearcherRouter()
 router.register("projects", projects.ProjectViewSet, basename="project")
 router.register("families", datasets.FamilyViewSet, basename="family")
 router.register("instances", datasets.InstanceViewSet, basename="instance")

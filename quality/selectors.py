@@ -25,6 +25,12 @@ def worker_label(worker: Worker) -> str:
     return f"{worker.provider} worker #{worker.pk}"
 
 
+def worker_labels(worker_ids) -> dict[int, str]:
+    """``worker_label`` of each of these workers, by id (e.g. the annotators an IRR report names)."""
+    return {worker.pk: worker_label(worker)
+            for worker in Worker.objects.filter(pk__in=set(worker_ids)).select_related("user")}
+
+
 def round_votes(round: CollectionRound) -> pd.DataFrame:
     """The round's counted judgments, gold included, one row each; ``label`` is the task type's
     categorical reading of the judgment (None for types without one)."""

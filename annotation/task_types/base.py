@@ -247,7 +247,7 @@ def majority_agreement(*, label: str, unit: str, votes: list[tuple[int, int, str
             {"label": f"{unit} judged", "value": len(pairs)},
             {"label": f"{unit} with a majority", "value": int((~pairs["tie"]).sum())},
             {"label": "Votes agreeing with the majority",
-             "value": (int(per_worker["agreements"].sum()) / scored) if scored else None},
+             "value": (int(per_worker["agreements"].sum()) / scored) if scored else None, "percent": True},
         ],
         "levels": [{"level": str(level), "count": int(count)} for level, count in result.level_counts().items()
                    if count],

@@ -6,6 +6,7 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_http_methods
 
+from projects.errors import ProjectConflict
 from projects.models import Membership
 from projects.selectors import projects_for_user
 from projects.services import create_project, remove_member, set_member
@@ -41,13 +42,22 @@ def project_members(request, slug: str):
         if "remove" in request.POST:
             membership = project.memberships.filter(pk=request.POST.get("remove")).select_related("user").first()
             if membership is not None:
-                remove_member(project=project, user=membership.user)
-                messages.success(request, f"{membership.user.get_username()} removed.")
+                try:
+                    remove_member(project=project, user=membership.user)
+                except ProjectConflict as refused:  # the last owner stays: said on the members page
+                    messages.error(request, f"{membership.user.get_username()} was not removed: {refused.message}")
+                else:
+                    messages.success(request, f"{membership.user.get_username()} removed.")
             return redirect("cockpit:members", slug=slug)
         if form.is_valid():
-            set_member(project=project, user=form.cleaned_data["username"], role=form.cleaned_data["role"])
-            messages.success(request, f"{form.cleaned_data['username'].get_username()} is now {form.cleaned_data['role']}.")
-            return redirect("cockpit:members", slug=slug)
+            try:
+                set_member(project=project, user=form.cleaned_data["username"], role=form.cleaned_data["role"])
+            except ProjectConflict as refused:  # demoting the last owner: a form error, input kept
+                form.add_error("role", refused.message)
+            else:
+                messages.success(request,
+                                 f"{form.cleaned_data['username'].get_username()} is now {form.cleaned_data['role']}.")
+                return redirect("cockpit:members", slug=slug)
     memberships = project.memberships.select_related("user")
     return render(
         request,
@@ -55,6 +65,7 @@ def project_members(request, slug: str):
         {"project": project, "memberships": memberships, "form": form,
          "can_manage": is_owner(request, project), "owner_role": Membership.Role.OWNER,
          "cockpit_section": "members"},
+        status=400 if request.method == "POST" else 200,
     )
 
 

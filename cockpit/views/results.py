@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods
 
 from evaluation.results import METHODS, SOURCES, category_table, irr_results, leaderboard
 from projects.releases import make_release, release_file, release_folder
+from quality.selectors import worker_labels
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
 from ..forms import IRRQuery, LeaderboardQuery, ReleaseForm, cleaned_query
@@ -48,6 +49,8 @@ def results(request, slug: str):
         "project": project, "query": query, "board": result.data, "categories": category_table(result.data),
         "plots": sorted(result.plots), "parameters": parameters, "sources": SOURCES, "methods": METHODS,
         "cockpit_section": "results",
+        # The field's bounds in the browser are the server's (the query form's).
+        "max_bootstrap": LeaderboardQuery.base_fields["bootstrap"].max_value,
     })
 
 
@@ -73,9 +76,13 @@ def _irr_for(request, slug: str):
 def irr_page(request, slug: str):
     project, query, result = _irr_for(request, slug)
     data = result.data
+    kept = [item for item in data["items"] if item["kept"]]
+    # The report names annotators by worker id; the page names them as everywhere else.
+    labels = worker_labels(id for item in kept for id in item["best_pair"] or [])
+    kept = [{**item, "best_pair_labels": [labels.get(id, str(id)) for id in item["best_pair"] or []]} for item in kept]
     return render(request, "cockpit/results/irr.html", {
         "project": project, "query": query, "report": data, "parameters": urlencode(query),
-        "kept_items": [item for item in data["items"] if item["kept"]], "plots": sorted(result.plots),
+        "kept_items": kept, "plots": sorted(result.plots),
         "cockpit_section": "results",
     })
 

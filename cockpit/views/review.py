@@ -37,7 +37,12 @@ def review_queue(request, slug: str):
 @require_POST
 def review_decide(request, slug: str):
     project = owned_project_for(request, slug)
-    decision = ReviewDecisionForm(request.POST).checked()
+    form = ReviewDecisionForm(request.POST)
+    if refusal := form.refusal():
+        # A decision the form refuses goes back to the queue it came from, filters kept.
+        messages.error(request, refusal)
+        return redirect(_back(request, slug))
+    decision = form.cleaned_data
     report = review(user=request.user, project=project, **decision)
     label = {assignment.pk: worker_label(assignment.worker)
              for assignment in [*report.done, *report.already, *(a for a, _ in report.failed)]}

@@ -18,6 +18,7 @@ from annotation import round_builder
 from annotation.forms import ConsentTextForm
 from annotation import services as crowd
 from annotation.models import CollectionRound, WorkItem
+from annotation.samplers import SamplerError
 from annotation.selectors import round_progress
 from annotation.task_types import get_task_type
 from providers import services as provider_services
@@ -88,29 +89,43 @@ def round_new(request, slug: str):
     context.update({"handler": handler, "source": source, "kind": f"{handler.key}:{source.key}",
                     "settings_form": settings_form, "params_form": params_form})
     if request.method == "POST" and settings_form.is_valid() and params_form.is_valid():
-        settings = settings_form.round_settings()
-        if request.POST.get("action") == "create":
-            round, plan = round_builder.create_round_from_source(
-                project=project, created_by=request.user, settings=settings, source=source.key,
-                params=params_form.cleaned_data, gold_answers=settings_form.cleaned_data["gold_answers"])
-            messages.success(request, f"Draft round '{round.name}' created with {len(plan)} items.")
-            return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
-        plan = round_builder.plan_items(project=project, task_type=handler.key, source=source.key,
-                                        params=params_form.cleaned_data, language=settings["language"])
-        if "seed" in plan.params:
-            # The drawn seed goes back into the form, so "Create draft" makes exactly these items.
-            data[params_form.add_prefix("seed")] = str(plan.params["seed"])
-            context["params_form"] = source.params_form(data, prefix="source")
-            context["params_form"].is_valid()
-        gold = round_builder.gold_by_index(settings_form.cleaned_data["gold_answers"], items=len(plan))
-        settings.pop("name")
-        cost = provider_services.estimate_plan_cost(
-            round=CollectionRound(**settings), items=len(plan),
-            provider_name=settings_form.cleaned_data["provider"],
-            expected_seconds=settings_form.cleaned_data["expected_seconds"])
-        context.update({"plan": plan, "cost": cost, "gold_items": len(gold)})
+        try:
+            done = _plan_or_create(request, project, handler, source, settings_form, params_form, data, context)
+        except (round_builder.BadItemSource, round_builder.BadRoundSettings, SamplerError) as refused:
+            # The source's or the settings' refusal is form validation: shown on the form, input kept.
+            context["params_form"].add_error(None, refused.message)
+            context.pop("plan", None)
+        else:
+            if done is not None:
+                return done
     status = 400 if request.method == "POST" and "plan" not in context else 200
     return render(request, "cockpit/rounds/new.html", context, status=status)
+
+
+def _plan_or_create(request, project, handler, source, settings_form, params_form, data, context):
+    """Create the draft round (the redirect to it), or put the plan and its cost in ``context`` (None)."""
+    settings = settings_form.round_settings()
+    if request.POST.get("action") == "create":
+        round, plan = round_builder.create_round_from_source(
+            project=project, created_by=request.user, settings=settings, source=source.key,
+            params=params_form.cleaned_data, gold_answers=settings_form.cleaned_data["gold_answers"])
+        messages.success(request, f"Draft round '{round.name}' created with {len(plan)} items.")
+        return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
+    plan = round_builder.plan_items(project=project, task_type=handler.key, source=source.key,
+                                    params=params_form.cleaned_data, language=settings["language"])
+    if "seed" in plan.params:
+        # The drawn seed goes back into the form, so "Create draft" makes exactly these items.
+        data[params_form.add_prefix("seed")] = str(plan.params["seed"])
+        context["params_form"] = source.params_form(data, prefix="source")
+        context["params_form"].is_valid()
+    gold = round_builder.gold_by_index(settings_form.cleaned_data["gold_answers"], items=len(plan))
+    settings.pop("name")
+    cost = provider_services.estimate_plan_cost(
+        round=CollectionRound(**settings), items=len(plan),
+        provider_name=settings_form.cleaned_data["provider"],
+        expected_seconds=settings_form.cleaned_data["expected_seconds"])
+    context.update({"plan": plan, "cost": cost, "gold_items": len(gold)})
+    return None
 
 
 # --- the round page and its controls --------------------------------------------------------------

@@ -70,7 +70,9 @@ def test_illegal_transitions_are_refused_and_change_nothing(start, action):
 
 def test_allowed_actions_follow_the_status():
     round = verification_round(open=False)
-    assert services.allowed_actions(round) == ["open", "extend", "cancel"]
+    assert services.allowed_actions(round) == ["open", "cancel"]
+    with pytest.raises(services.InvalidTransition, match="cannot extend a round that is draft"):
+        services.extend_round(round=round, time_limit_seconds=4000)
     round = services.open_round(round=round)
     assert services.allowed_actions(round) == ["pause", "extend", "close", "cancel"]
     round = services.pause_round(round=round)

@@ -133,3 +133,16 @@ def test_session_authentication_works_for_researchers_and_needs_csrf_for_writes(
     refused = browser.post(f"/api/rounds/{world['round'].pk}/close/")
     assert refused.status_code == 403 and "CSRF" in refused.json()["detail"]
     assert CollectionRound.objects.get(pk=world["round"].pk).status == "open"
+
+
+def test_the_api_root_answers_a_token_like_every_endpoint(world, researcher, worker_api):
+    from crowdbench.api.tokens import create_token
+
+    _record, token = create_token(user=researcher)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    response = client.get("/api/")
+    assert response.status_code == 200
+    assert "projects" in response.json()
+    assert APIClient().get("/api/").status_code == 401
+    assert worker_api.get("/api/").status_code == 403

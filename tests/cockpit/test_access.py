@@ -76,9 +76,23 @@ def test_owner_adds_a_collaborator_who_cannot_manage(client, researcher, make_re
 def test_last_owner_cannot_be_removed(client, researcher, project):
     client.force_login(researcher)
     membership = Membership.objects.get(project=project, user=researcher)
-    response = client.post(reverse("cockpit:members", args=[project.slug]), {"remove": membership.pk})
-    assert response.status_code == 409
+    url = reverse("cockpit:members", args=[project.slug])
+    response = client.post(url, {"remove": membership.pk})
+    assert response.status_code == 302 and response["Location"] == url
+    page = client.get(url).content.decode()
+    assert f"{researcher.get_username()} was not removed: &#x27;{project.slug}&#x27; needs at least one owner." in page
     assert Membership.objects.filter(pk=membership.pk).exists()
+    # Demoting the last owner is a form error on the same page, the input kept.
+    response = client.post(url, {"username": researcher.get_username(), "role": "collaborator"})
+    assert response.status_code == 400 and "needs at least one owner" in response.content.decode()
+    assert Membership.objects.get(pk=membership.pk).role == Membership.Role.OWNER
+
+
+def test_remove_asks_for_confirmation(client, researcher, project):
+    client.force_login(researcher)
+    page = client.get(reverse("cockpit:members", args=[project.slug])).content.decode()
+    assert f'data-confirm="Remove {researcher.get_username()} from this project?"' in page
+    assert "cockpit/confirm.js" in page
 
 
 def test_every_fixed_cockpit_page_is_a_reserved_project_slug():

@@ -60,7 +60,9 @@ def test_the_page_shows_what_the_json_holds(client, researcher, data):
     for row in body["models"]:
         assert f"{row['rating']:.1f}" in html and f"{row['ci_low']:.1f} … {row['ci_high']:.1f}" in html
     bad = next(row for row in body["models"] if row["model"] == "model-bad")
-    assert f"{bad['win_rate_vs_reference']:.3f} ({bad['ties_vs_reference']})" in html
+    assert f"<td>{bad['win_rate_vs_reference']:.3f}</td><td>{bad['ties_vs_reference']}</td>" in html
+    assert "<th>Win rate vs human-verified reference</th><th>Ties with human-verified reference</th>" in html
+    assert 'name="bootstrap" min="1" max="5000"' in html
     assert "Win rate per category against human-verified reference" in html
     assert "leaderboard.json?source=human&amp;method=bt&amp;bootstrap=200&amp;seed=0" in html
 
@@ -113,6 +115,9 @@ def test_no_battles_yet_is_said_not_failed(client, researcher, project):
     client.force_login(researcher)
     html = client.get(reverse("cockpit:results", args=["study-a"])).content.decode()
     assert "No pairwise judgments in this project" in html
+    judge = client.get(reverse("cockpit:results", args=["study-a"]), {"source": "judge"}).content.decode()
+    step = reverse("cockpit:project", args=["study-a"]) + "#start-judge_outputs"
+    assert f'<a id="judge-step-link" href="{step}">Judge model outputs</a>' in judge
     assert client.get(reverse("cockpit:leaderboard-json", args=["study-a"])).json()["models"] == []
     assert client.get(reverse("cockpit:leaderboard-plot", args=["study-a", "ratings"])).status_code == 404
     assert client.get(reverse("cockpit:irr-plot", args=["study-a", "sweep"])).status_code == 404
@@ -151,6 +156,15 @@ def test_irr_page_shows_sweep_models_and_kept_items(client, collaborator, data):
     html = client.get(reverse("cockpit:irr", args=["study-a"])).content.decode()
     assert "Threshold sweep" in html and "model-m" in html and "Human (reference)" in html
     assert "3 review sets ranked, 3 with two or more rankings, 3 kept" in html
+    # Best pairs are named by worker label, as on the worker pages.
+    from quality.selectors import worker_labels
+
+    kept = client.get(reverse("cockpit:irr-json", args=["study-a"])).json()["items"]
+    pairs = [item["best_pair"] for item in kept if item["kept"]]
+    labels = worker_labels(id for pair in pairs for id in pair)
+    for pair in pairs:
+        assert f"<td>{labels[pair[0]]}, {labels[pair[1]]}</td>" in html
+    assert f"<td>{pairs[0][0]}, {pairs[0][1]}</td>" not in html
     plot = client.get(reverse("cockpit:irr-plot", args=["study-a", "sweep"]))
     assert plot.status_code == 200 and plot.content.startswith(PNG_MAGIC)
 

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from annotation.models import Assignment
+from annotation.models import Assignment, CollectionRound
 from annotation.task_types import REGISTRY
 from annotation.task_types.base import TaskType
 from annotation.watch import project_watch, round_watch
@@ -137,6 +137,11 @@ def test_round_watch_page_and_json(client, researcher, data):
     assert page.status_code == 200
     html = page.content.decode()
     assert "11 / 12" in html and "20.00 USD/h" in html and "3/3" in html and "Counting study-a" in html
+    assert f'href="{reverse("cockpit:round", args=["study-a", data.pairwise.pk])}" id="round-link"' in html
+    agreeing = round_watch(round=data.pairwise)["agreement"]["measures"][-1]
+    assert agreeing["label"] == "Votes agreeing with the majority" and agreeing["percent"] is True
+    assert f'<th scope="row">Votes agreeing with the majority</th><td>{round(agreeing["value"] * 100)} %</td>' in html
+    assert 'title="How many more are needed to reach the target">Missing</th>' in html
     response = client.get(reverse("cockpit:round-watch-json", args=["study-a", data.pairwise.pk]), {"target": "3"})
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     body = response.json()
@@ -150,6 +155,10 @@ def test_project_watch_page_links_each_open_round(client, collaborator, data):
     for round in (data.pairwise, data.ranking):
         assert reverse("cockpit:round-watch", args=["study-a", round.pk]) in html
     assert client.get(reverse("cockpit:watch-json", args=["study-a"])).json()["totals"]["rounds"] == 3
+    assert "spent of 20.00 USD capped · 2 rounds without cap" in html
+    CollectionRound.objects.filter(project__slug="study-a").update(budget_cap=None)
+    html = client.get(reverse("cockpit:watch", args=["study-a"])).content.decode()
+    assert "spent · no cap" in html and "capped" not in html and "without cap" not in html
 
 
 @pytest.mark.parametrize("target", ["0", "-3", "ten", "100001"])

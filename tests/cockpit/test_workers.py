@@ -147,3 +147,28 @@ def test_qualifying_an_mturk_worker_grants_the_projects_qualification_type(proje
         call = fake.calls("AssociateQualificationWithWorker")[0].params
         assert call["WorkerId"] == RAW_MTURK_ID and call["IntegerValue"] == 80
     assert Worker.objects.get(pk=turker.pk).qualifications.filter(project=project).exists()
+
+
+def test_the_history_numbers_items_from_1_and_links_its_rounds(client, researcher, project, judged):
+    import re
+
+    round, (ann, _bo), _turker = judged
+    detail = signed_in(client, researcher).get(reverse("cockpit:worker", args=[project.slug, ann.pk])).content.decode()
+    history = detail.split('id="history"')[1]
+    round_link = f'<a href="{reverse("cockpit:round", args=[project.slug, round.pk])}">{round.name}</a>'
+    assert round_link in history and round_link in detail.split('id="history"')[0]  # per round, too
+    numbers = sorted(int(n) for n in re.findall(rf"{re.escape(round_link)}</td><td>(\d+)</td>", history))
+    assert numbers == [item.number for item in round.items.order_by("position")] == [1, 2, 3]
+    round_page = client.get(reverse("cockpit:round", args=[project.slug, round.pk])).content.decode()
+    assert "<tr><td>1</td>" in round_page and "<tr><td>0</td>" not in round_page
+
+
+def test_a_round_without_gold_shows_a_dash_not_0_of_0(client, researcher, project):
+    pairs = [tuple(make_outputs(instance=make_instance())) for _ in range(2)]
+    round = make_round(task_type="pairwise", targets=pairs, workers_per_item=1, project=project)
+    worker = make_worker("plain-pat")
+    answer_all(round, [worker], lambda _worker, assignment: side_choice(assignment, "a"))
+    recompute_round_quality(round=round)
+    detail = signed_in(client, researcher).get(reverse("cockpit:worker", args=[project.slug, worker.pk])).content.decode()
+    row = detail.split(f">{round.name}</a></td>")[1].split("</tr>")[0]
+    assert "0/0" not in row and "<td>—</td>" in row

@@ -69,6 +69,24 @@ def test_the_owner_sees_the_board_with_its_actions(client, known_board, research
     assert 'enctype="multipart/form-data"' in page
 
 
+def test_board_links_lead_to_the_round_and_to_the_builder_preselected(client, known_board, researcher):
+    client.login(username=researcher.username, password=PASSWORD)
+    page = client.get(reverse("cockpit:project", args=[known_board.slug])).content.decode()
+    round = CollectionRound.objects.get(project=known_board)
+    assert f'<a href="{reverse("cockpit:round", args=[known_board.slug, round.pk])}">{round.name}</a>' in page
+    assert "#round-" not in page
+    builder = reverse("cockpit:round-new", args=[known_board.slug]) + "?kind=caption:awaiting_caption"
+    assert f'href="{builder}">open a caption round</a>' in page
+    chosen = client.get(builder)
+    assert chosen.status_code == 200 and 'name="kind" value="caption:awaiting_caption"' in chosen.content.decode()
+    # Every crowd action names a task type and a source the builder knows.
+    from cockpit.selectors import CROWD_ACTIONS
+
+    for _action, kind in CROWD_ACTIONS.values():
+        url = reverse("cockpit:round-new", args=[known_board.slug]) + f"?kind={kind}"
+        assert client.get(url).status_code == 200, kind
+
+
 def test_a_collaborator_sees_the_board_without_starting_or_uploading(client, known_board, collaborator):
     client.login(username=collaborator.username, password=PASSWORD)
     response = client.get(reverse("cockpit:project", args=[known_board.slug]))

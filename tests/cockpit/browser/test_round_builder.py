@@ -51,18 +51,23 @@ def test_build_preview_create_open_and_preview_a_pairwise_round(page, researcher
     page.wait_for_url(re.compile(r".*/rounds/\d+/$"))
     assert page.inner_text("#round-status") == "Draft"
     assert page.locator("#round-items tbody tr").count() == 9
+    assert page.locator("#extend-form").count() == 0  # nothing under way to extend in a draft
+    assert page.locator("#round-items tbody tr td").first.inner_text() == "1"  # items count from 1
     round = CollectionRound.objects.get()
     assert round.items.count() == 9 and round.workers_per_item == 3
 
     page.click("#round-open")
     page.wait_for_selector("#round-pause")
     assert page.inner_text("#round-status") == "Open"
+    assert page.locator("#extend-form").is_visible()
 
     with page.expect_navigation():
         page.locator("#round-items a", has_text="Preview").first.click()
     page.wait_for_selector("#task-form[data-ready=true]")
     assert "nothing is reserved" in page.inner_text("#preview-note")
     assert page.locator("#submit-button").is_disabled()
+    assert page.locator("#submit-button").evaluate("b => getComputedStyle(b).cursor") == "not-allowed"
+    assert float(page.locator("#submit-button").evaluate("b => getComputedStyle(b).opacity")) < 1
     page.keyboard.press("1")
     assert page.locator("#choice-left").is_checked()
     page.keyboard.press("Enter")

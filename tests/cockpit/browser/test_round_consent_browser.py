@@ -23,6 +23,10 @@ def test_owner_writes_study_information_and_a_worker_agrees_to_it(browser, page,
     log_in_researcher(page, researcher.username)
     page.goto(f"/projects/{project.slug}/rounds/{round.pk}/")
     assert page.locator("#round-consent-none").is_visible()
+    # Said once, as the section's heading; the field keeps its name for assistive technology.
+    assert page.locator("#consent-heading").inner_text() == "Study information and consent"
+    assert page.locator("#consent-form label[for=id_consent_text]").evaluate("l => l.getBoundingClientRect().width") <= 1
+    assert page.get_by_role("textbox", name="Study information and consent").is_visible()
     page.fill("#id_consent_text", "We study image answers.\n\nYou may stop <any> time.")
     page.click("#consent-save")
     page.wait_for_selector("#round-consent-text")

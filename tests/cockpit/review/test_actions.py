@@ -145,15 +145,14 @@ def test_forged_ids_of_another_project_refuse_the_whole_request(client, research
         assert "nothing was reviewed" in response.content.decode()
     # Through the other project's slug (not a member there) nothing is found either.
     assert decide(client, other, [theirs.pk], "approve").status_code == 404
+    # What the decision form refuses comes back as a message on the queue it came from.
     for ids, problem in [(["1; DROP TABLE"], "submission 1"), ([], "Choose at least one submission."),
                          ([str(mine.pk), "2.5"], "submission 2"), ([10**20], "submission 1")]:
         response = decide(client, project, ids, "approve")
-        assert response.status_code == 400 and problem in response.content.decode(), ids
-    assert decide(client, project, [mine.pk], "delete").status_code == 400
-    response = decide(client, project, [mine.pk], "reject", "   ")
-    assert response.status_code == 400 and "A rejection needs feedback" in response.content.decode()
-    response = decide(client, project, [mine.pk], "approve", "x" * 1025)
-    assert response.status_code == 400 and "feedback" in response.content.decode()
+        assert problem in messages_after(client, response), ids
+    assert "decision" in messages_after(client, decide(client, project, [mine.pk], "delete"))
+    assert "A rejection needs feedback" in messages_after(client, decide(client, project, [mine.pk], "reject", "   "))
+    assert "feedback" in messages_after(client, decide(client, project, [mine.pk], "approve", "x" * 1025))
     assert states([mine, theirs]) == [("submitted", ""), ("submitted", "")]
     assert not mturk_fake.calls("ApproveAssignment") and not mturk_fake.calls("RejectAssignment")
 
@@ -180,3 +179,15 @@ def test_the_decision_returns_to_the_filtered_queue_and_nowhere_else(client, res
     for hostile in ("https://evil.example/projects/study-a/review/", "//evil.example/", "/admin/"):
         response = decide(client, project, [second.pk], "approve", back=hostile)
         assert response["Location"] == queue_url(project)
+
+
+def test_a_refused_rejection_returns_to_the_filtered_queue_with_the_message(client, researcher, project):
+    assignment = pairwise_submission(project)
+    client = login(client, researcher)
+    back = queue_url(project, status="all", round=assignment.round_id)
+    response = decide(client, project, [assignment.pk], "reject", "", back=back)
+    assert response.status_code == 302 and response["Location"] == back
+    page = client.get(back).content.decode()
+    assert "Nothing was reviewed. feedback: A rejection needs feedback to the worker." in page
+    assert 'class="project-nav"' in page.split("A rejection needs feedback")[0]
+    assert states([assignment]) == [("submitted", "")]

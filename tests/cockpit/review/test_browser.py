@@ -45,6 +45,12 @@ def test_researcher_rejects_a_pairwise_submission_with_feedback(page, researcher
     assert card.locator(".worker-label").inner_text() == f"mturk worker #{assignment.worker_id}"  # not its MTurk id
     assert "AWORKER0" not in page.content()
 
+    # Rejecting without feedback is stopped in the browser: the feedback is required to reject.
+    card.get_by_role("button", name="Reject").click()
+    assert card.locator("textarea[name=feedback]").evaluate("t => t.matches(':invalid') && t.validity.valueMissing")
+    assert page.url.endswith(f"/projects/{project.slug}/review/")
+    assert Assignment.objects.get(pk=assignment.pk).review_status == "submitted"
+
     feedback = "You chose before reading the second response; please read both."
     card.locator("textarea[name=feedback]").fill(feedback)
     card.get_by_role("button", name="Reject").click()

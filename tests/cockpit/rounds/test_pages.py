@@ -504,3 +504,20 @@ def test_every_task_type_can_be_previewed(client, researcher, project):
         assert response.status_code == 200, task_type
         assert shown[task_type] in response.content.decode(), task_type
     assert not Assignment.objects.exists()
+
+
+@pytest.mark.parametrize("changes, shown", [
+    ({"source-sampler": "uniform", "source-count": ""}, "the uniform sampler needs a count"),
+    ({"source-models": "nosuchmodel, alpha"}, "no outputs of"),
+])
+def test_a_source_refusal_is_shown_on_the_builder_form_with_the_input_kept(client, researcher, project, changes,
+                                                                             shown):
+    outputs_in(project)
+    client.force_login(researcher)
+    for action in ("preview", "create"):
+        response = client.post(new_url(project), builder_data(action=action, **changes))
+        assert response.status_code == 400
+        page = response.content.decode()
+        assert shown in page
+        assert 'id="builder-form"' in page and 'value="Pairwise batch"' in page
+    assert not CollectionRound.objects.exists()
