@@ -90,14 +90,15 @@ def build_round(*, items: int, overlap: int, workers: int):
     from django.contrib.auth.hashers import make_password
 
     from annotation import services
+    from datasets_app.instance_status import new_instance
     from datasets_app.models import Instance, InstructionFamily, ModelOutput, Source
 
     family = InstructionFamily.objects.create(name="Load family", description="Load bench.",
                                               seed_instruction="Describe the scene.", seed_response="A scene.")
     instances = Instance.objects.bulk_create([
-        Instance(family=family, instruction=f"Describe scene {n}.", source=Source.RESEARCHER,
-                 status=Instance.Status.AWAITING_VERIFICATION,
-                 content_key=Instance.compute_content_key(family.name, f"Describe scene {n}.", []))
+        new_instance(family=family, instruction=f"Describe scene {n}.", source=Source.RESEARCHER,
+                     status=Instance.Status.AWAITING_VERIFICATION,
+                     content_key=Instance.compute_content_key(family.name, f"Describe scene {n}.", []))
         for n in range(items)
     ])
     outputs = ModelOutput.objects.bulk_create([
