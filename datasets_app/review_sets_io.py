@@ -47,7 +47,9 @@ class ReviewSetRecord:
     source_url: str = ""
 
 
-def read_review_sets(path: str | Path) -> list[ReviewSetRecord]:
+def read_review_sets(path: str | Path, *, image_paths: bool = True) -> list[ReviewSetRecord]:
+    """The records of a review-set file. ``image_paths=False`` (files uploaded through the web)
+    refuses any ``image_path`` before the server's disk is looked at."""
     path = Path(path)
     name = str(path)
     try:
@@ -65,7 +67,7 @@ def read_review_sets(path: str | Path) -> list[ReviewSetRecord]:
     if not raw_rows:
         raise ReviewSetFormatError(name, "the file has no records")
     check_url = ImportURLChecker()
-    records = [_record(name, number, raw, path.parent, check_url) for number, raw in raw_rows]
+    records = [_record(name, number, raw, path.parent, check_url, image_paths) for number, raw in raw_rows]
     seen: dict[tuple[str, str], int] = {}
     for record in records:
         key = (record.item_id, record.language)
@@ -152,7 +154,8 @@ def _reviews(name: str, number: int, raw: dict) -> dict[int, str]:
     return reviews
 
 
-def _record(name: str, number: int, raw: dict, folder: Path, check_url: ImportURLChecker) -> ReviewSetRecord:
+def _record(name: str, number: int, raw: dict, folder: Path, check_url: ImportURLChecker,
+            image_paths: bool = True) -> ReviewSetRecord:
     language = _text(name, number, raw, "language")
     if language not in LANGUAGES:
         raise ReviewSetFormatError(
@@ -171,6 +174,10 @@ def _record(name: str, number: int, raw: dict, folder: Path, check_url: ImportUR
         except ImageURLRefused as refused:
             raise ReviewSetFormatError(name, str(refused), row=number, column="image_url") from None
     resolved = None
+    if image_path and not image_paths:
+        # Whether a path exists on the server is not for an uploaded file to find out.
+        raise ReviewSetFormatError(name, "an uploaded file gives each image by image_url",
+                                   row=number, column="image_path")
     if image_path:
         resolved = (folder / image_path).resolve()
         if not resolved.is_file():

@@ -508,13 +508,13 @@ class ReviewImportReport:
         )
 
 
-def import_review_sets_file(*, path: str | Path, project=None) -> ReviewImportReport:
+def import_review_sets_file(*, path: str | Path, project=None, image_paths: bool = True) -> ReviewImportReport:
     """Import IRR review sets (CSV or JSONL), atomically; sets already present are skipped.
 
     Every record, including its image file, is validated before anything is written.
     """
     path = str(path)
-    records = read_review_sets(path)
+    records = read_review_sets(path, image_paths=image_paths)
     image_bytes: dict[int, bytes] = {}
     for record in records:
         if record.image_path is not None:

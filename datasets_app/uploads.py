@@ -22,7 +22,6 @@ from .file_errors import InputFileError
 from .image_urls import ImportURLChecker
 from .model_outputs import PredictionsImportReport, import_predictions
 from .models import FamilySeedImage, Image, Instance, InstructionFamily
-from .review_sets_io import ReviewSetFormatError, read_review_sets
 from .services import ReviewImportReport, import_review_sets_file
 
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
@@ -78,11 +77,8 @@ def import_predictions_upload(*, project, upload) -> PredictionsImportReport:
 def import_review_sets_upload(*, project, upload) -> ReviewImportReport:
     """IRR review sets (CSV or JSONL, images by URL) into the project."""
     with saved_upload(upload, suffixes=(".csv", ".jsonl")) as path:
-        for record in read_review_sets(path):
-            if record.image_path is not None:  # a path on the server: only the command may read those
-                raise ReviewSetFormatError(str(path), "an uploaded file gives each image by image_url",
-                                           row=record.row_number, column="image_path")
-        report = import_review_sets_file(path=path, project=project)
+        # Paths on the server are refused unread: only the command may read those.
+        report = import_review_sets_file(path=path, project=project, image_paths=False)
     report.path = shown_name(upload)
     return report
 

@@ -1,6 +1,7 @@
 """Material uploads on the board: good files are imported into the project; every bad one is
 refused with the file, row and field named, and changes nothing."""
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -176,3 +177,19 @@ def test_an_unknown_upload_or_a_missing_file_is_refused(owner_client, project):
     assert response.status_code == 404
     response = owner_client.post(reverse("cockpit:board-upload", args=[project.slug, "families"]), {})
     assert response.status_code == 400 and "This field is required" in response.content.decode()
+
+
+def test_an_uploaded_review_file_cannot_learn_which_paths_exist_on_the_server(owner_client, project, tmp_path):
+    """A path that exists and one that does not get the same refusal: the disk is never looked at."""
+    existing = tmp_path / "there.png"
+    existing.write_bytes(b"not looked at")
+    answers = []
+    for image_path in (str(existing), str(tmp_path / "missing.png")):
+        content = review_line(image_url="", image_path=image_path) + "\n"
+        response = upload(owner_client, project, "review-sets", "reviews.jsonl", content)
+        assert response.status_code == 400
+        answers.append(response.content.decode())
+    refusals = [re.search(r"reviews\.jsonl, row \d+[^<]*", answer).group(0) for answer in answers]
+    assert "gives each image by image_url" in refusals[0]
+    assert refusals[0] == refusals[1] and "not found" not in answers[0] + answers[1]
+    assert not ReviewSet.objects.exists()
