@@ -1,7 +1,6 @@
 """The page MTurk shows in its frame (ExternalQuestion): a preview, or the worker's task."""
 from __future__ import annotations
 
-import random
 import re
 
 from django.shortcuts import get_object_or_404, render
@@ -11,7 +10,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_exempt
 
 from annotation import services as crowd
-from annotation.models import Assignment, CollectionRound
+from annotation.models import CollectionRound
 from providers import services
 from providers.views import consent_gate, refuse, render_task_page
 
@@ -32,18 +31,14 @@ def task(request, round_id: int):
     assignment_id = request.GET.get("assignmentId", "")
     with translation.override(round.language):
         if not assignment_id or assignment_id == PREVIEW_ASSIGNMENT_ID:
-            # Preview: the task read-only on an unsaved assignment (nothing is reserved).
-            handler = round.task_type_handler
-            # The engine's safe path: an item that no longer fits is refused, never a 500.
-            if not crowd.item_fits(item=hit.item, handler=handler):
-                return refuse(request, _("This task cannot be shown. Please return the HIT."), 409)
-            preview = Assignment(round=round, item=hit.item,
-                                 presentation=handler.present(item=hit.item, rng=random.SystemRandom()))
+            # Preview: the task read-only on an unsaved assignment (nothing is reserved); an item
+            # that no longer fits is refused, never a 500.
             try:
-                task = crowd.task_view(assignment=preview)
-            except crowd.CrowdWorkError as error:
-                return refuse(request, error.message, error.status_code)
-            return render(request, "mturk/preview.html", {"round": round, "handler": handler, "task": task})
+                _preview, task = crowd.task_preview(item=hit.item)
+            except crowd.BrokenItem:
+                return refuse(request, _("This task cannot be shown. Please return the HIT."), 409)
+            return render(request, "mturk/preview.html",
+                          {"round": round, "handler": round.task_type_handler, "task": task})
         worker_id = request.GET.get("workerId", "")
         submit_to = request.GET.get("turkSubmitTo", "").rstrip("/")
         if not MTURK_ID.match(assignment_id) or not MTURK_ID.match(worker_id) or submit_to not in submit_hosts():
