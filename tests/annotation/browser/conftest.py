@@ -61,9 +61,9 @@ def page(browser, live_server, served_media):
     context.close()
 
 
-def log_in(page, username: str, password: str = "work-pass-123") -> None:
-    page.goto("/accounts/login/?next=/work/")
+def log_in(page, username: str, password: str = "work-pass-123", next_url: str = "/work/") -> None:
+    page.goto(f"/accounts/login/?next={next_url}")
     page.fill("#id_username", username)
     page.fill("#id_password", password)
     page.press("#id_password", "Enter")
-    page.wait_for_url("**/work/")
+    page.wait_for_url(f"**{next_url}")

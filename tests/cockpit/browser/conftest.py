@@ -1,1 +1,7 @@
-from tests.annotation.browser.conftest import browser, page, served_media  # noqa: F401  (fixtures)
+from tests.annotation.browser.conftest import browser, log_in, page, served_media  # noqa: F401  (fixtures)
+
+from ..conftest import PASSWORD
+
+
+def log_in_researcher(page, username: str, next_url: str = "/projects/") -> None:
+    log_in(page, username, PASSWORD, next_url)

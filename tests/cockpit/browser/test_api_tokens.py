@@ -6,7 +6,7 @@ import pytest
 
 from tests.cockpit.conftest import PASSWORD
 
-from .test_board_browser import log_in_researcher as log_in
+from .conftest import log_in_researcher as log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -12,17 +12,9 @@ from stepruns.models import StepRun
 
 from ..board.conftest import fake_server, judged_instance, llm_settings  # noqa: F401  (fixtures)
 from ..board.test_uploads import predictions_csv
-from ..conftest import PASSWORD
+from .conftest import log_in_researcher
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def log_in_researcher(page, username: str, next_url: str) -> None:
-    page.goto(f"/accounts/login/?next={next_url}")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.press("#id_password", "Enter")
-    page.wait_for_url(f"**{next_url}")
 
 
 def test_owner_uploads_predictions_judges_them_and_the_model_is_rated(page, researcher, project, llm_settings,

@@ -3,7 +3,7 @@ import pytest
 
 from projects.models import Membership
 
-from .test_round_builder import log_in_researcher
+from .conftest import log_in_researcher
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -7,17 +7,9 @@ import pytest
 from annotation.models import Assignment, CollectionRound
 from tests.annotation.factories import make_project_outputs
 
-from ..conftest import PASSWORD
+from .conftest import log_in_researcher
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def log_in_researcher(page, username: str) -> None:
-    page.goto("/accounts/login/?next=/projects/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.press("#id_password", "Enter")
-    page.wait_for_url("**/projects/")
 
 
 def test_build_preview_create_open_and_preview_a_pairwise_round(page, researcher, project):

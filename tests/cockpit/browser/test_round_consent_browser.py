@@ -9,7 +9,7 @@ from annotation.models import ConsentDecision
 from tests.annotation.browser.conftest import log_in
 from tests.annotation.factories import make_project_outputs, make_worker_user
 
-from .test_round_builder import log_in_researcher
+from .conftest import log_in_researcher
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

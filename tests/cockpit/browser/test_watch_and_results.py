@@ -8,18 +8,10 @@ import pytest
 from evaluation.core.ratings import compute_ratings
 from evaluation.selectors import human_battles
 
-from ..conftest import PASSWORD
+from .conftest import log_in_researcher as log_in
 from ..results_data import judged_project
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def log_in(page, username: str, next_url: str) -> None:
-    page.goto(f"/accounts/login/?next={next_url}")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.press("#id_password", "Enter")
-    page.wait_for_url(f"**{next_url}")
 
 
 def test_researcher_watches_a_round_and_downloads_the_leaderboard(page, researcher, project, settings, tmp_path):

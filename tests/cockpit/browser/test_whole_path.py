@@ -15,20 +15,13 @@ from projects.models import Project
 from tests.annotation.factories import make_project_outputs, make_worker_user
 
 from ..conftest import PASSWORD
+from .conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WORKER_PASSWORD = "work-pass-123"
 # Every worker prefers gamma to beta to alpha, so the leaderboard's order is known.
 PREFERENCE = {"gamma": 3, "beta": 2, "alpha": 1}
-
-
-def log_in(page, username: str, password: str, next_url: str) -> None:
-    page.goto(f"/accounts/login/?next={next_url}")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.press("#id_password", "Enter")
-    page.wait_for_url(f"**{next_url}")
 
 
 def preferred_key(page) -> str:

@@ -10,7 +10,8 @@ from datasets_app.models import ModelOutput
 from tests.annotation.factories import make_project_outputs, make_round, make_worker_user
 
 from ..conftest import PASSWORD
-from .test_whole_path import WORKER_PASSWORD, log_in
+from .conftest import log_in
+from .test_whole_path import WORKER_PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
