@@ -1,5 +1,5 @@
 """The researcher cockpit under /projects/: one URL list per area module."""
-from .views import board, projects, results, review, rounds, tokens, watch, workers
+from .views import board, leaderboard, projects, results, review, rounds, tokens, watch, workers
 
 app_name = "cockpit"
 
@@ -11,5 +11,6 @@ urlpatterns = (
     + review.urlpatterns
     + workers.urlpatterns
     + results.urlpatterns
+    + leaderboard.urlpatterns
     + watch.urlpatterns
 )

@@ -5,7 +5,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from .api import datasets, evaluations, projects, rounds
+from .api import datasets, evaluations, leaderboard, projects, rounds
 from .api.access import ResearcherAPIMixin
 from .api.worker_schema import WORKER_SCHEMA_SETTINGS
 
@@ -45,5 +45,11 @@ urlpatterns = [
     # A release's files keep their own names (no trailing slash), e.g. /api/releases/1/files/SHA256SUMS
     path("releases/<int:pk>/files/<path:path>", projects.ReleaseViewSet.as_view({"get": "download"}),
          name="release-download"),
+    # Leaderboard submissions: outside submitters' tokens reach these paths only.
+    path("leaderboard/<slug:slug>/", leaderboard.LeaderboardView.as_view(), name="leaderboard"),
+    path("leaderboard/<slug:slug>/submissions/", leaderboard.SubmissionListView.as_view(),
+         name="leaderboard-submissions"),
+    path("leaderboard/<slug:slug>/submissions/<int:pk>/", leaderboard.SubmissionDetailView.as_view(),
+         name="leaderboard-submission"),
     *router.urls,
 ]

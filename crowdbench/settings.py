@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "llm",
     "projects",
     "stepruns",
+    "leaderboard",  # submissions of predictions to a project's judge leaderboard
     "quality",  # worker quality, agreement reports (above annotation and evaluation, below the cockpit)
     "cockpit",
     "django_guid",  # a request id per request, in every log line and the X-Request-ID header

@@ -111,7 +111,11 @@ def judge_new_models(request, slug: str):
     """After a predictions upload: judge the new model(s) against the board's models and the reference."""
     project = owned_project_for(request, slug)
     new = [name for name in request.GET.get("new", "").split(",") if name][:20]
-    forms = [entry for entry in _start_forms(project) if entry["kind"].follows_predictions]
+    forms = [
+        {"name": name, "kind": kind, "run_form": RunForm(prefix=f"{name}-run"),
+         "form": kind.form(project=project, initial=kind.parameters_after_predictions(project=project, new_models=new))}
+        for name, kind in KINDS.items() if kind.follows_predictions
+    ]
     return render(request, "cockpit/board_judge.html", {
         "project": project, "cockpit_section": "board", "new_models": new, "start_forms": forms,
     })

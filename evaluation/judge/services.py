@@ -110,10 +110,13 @@ class JudgeReport(StepReport):
                 "ratings": self.ratings()}
 
 
-def _model_pairs(models: Sequence[str], against_reference: bool) -> list[tuple[str, str]]:
+def _model_pairs(models: Sequence[str], against_reference: bool,
+                 involving: Sequence[str] | None = None) -> list[tuple[str, str]]:
     pairs = list(combinations(models, 2))
     if against_reference:
         pairs += [(model, REFERENCE) for model in models]
+    if involving:  # a newcomer against the board: the board's own pairs were judged before
+        pairs = [pair for pair in pairs if pair[0] in involving or pair[1] in involving]
     return pairs
 
 
@@ -144,9 +147,11 @@ def judge_pairs(
     client: LLMClient | None = None,
     progress: Callable[[LLMResult], object] | None = None,
     on_requests: Callable[[int], object] | None = None,
+    involving: Sequence[str] | None = None,
 ) -> JudgeReport:
     """Judge every pair of ``models`` (plus each model against the reference with
-    ``against_reference``) on every instance where both sides have an output.
+    ``against_reference``) on every instance where both sides have an output; with ``involving``,
+    only the pairs with at least one of those models on a side.
 
     ``with_reference`` shows the judge the human-verified reference (the paper's GPT4-ref); then
     only instances with an accepted reference are judged. ``extractor_model`` (default: the judge
@@ -160,8 +165,9 @@ def judge_pairs(
     step = LLMStep(report=report, purpose=PURPOSE, client=client, progress=progress, on_requests=on_requests,
                    failure=lambda subject, reason: JudgeFailure(subject[0].instance.pk, subject[0].model_a,
                                                                 subject[0].model_b, subject[1], reason))
+    involving = _check_involving(involving, models)
     pairs = _pairs(models, with_reference=with_reference, against_reference=against_reference,
-                   instances=instances, report=report)
+                   instances=instances, report=report, involving=involving)
     if not pairs:
         return report
 
@@ -217,7 +223,17 @@ def judge_pairs(
     return step.finish()
 
 
-def _pairs(models, *, with_reference, against_reference, instances, report) -> list[_Pair]:
+def _check_involving(involving: Sequence[str] | None, models: list[str]) -> list[str] | None:
+    if not involving:
+        return None
+    strangers = sorted(set(involving) - set(models))
+    if strangers:
+        raise JudgeInputError(f"only pairs involving {', '.join(strangers)} were asked for, "
+                              "but they are not among the models to judge")
+    return list(involving)
+
+
+def _pairs(models, *, with_reference, against_reference, instances, report, involving=None) -> list[_Pair]:
     """The pairs to judge, instance by instance; counts ``requested`` and records what is skipped."""
     sides = list(models)
     outputs: dict[tuple[int, str], str] = {}
@@ -230,7 +246,7 @@ def _pairs(models, *, with_reference, against_reference, instances, report) -> l
     references = dict(AcceptedReference.objects.filter(instance_id__in=instance_ids).values_list("instance_id", "text"))
     pairs = []
     for instance in Instance.objects.select_related("family").filter(pk__in=instance_ids).order_by("pk"):
-        for model_a, model_b in _model_pairs(models, against_reference):
+        for model_a, model_b in _model_pairs(models, against_reference, involving):
             text_a = outputs.get((instance.pk, model_a))
             text_b = references.get(instance.pk) if model_b == REFERENCE else outputs.get((instance.pk, model_b))
             if text_a is None or (text_b is None and model_b != REFERENCE):

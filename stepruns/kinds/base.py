@@ -61,8 +61,12 @@ class StepKind:
     follows_predictions = False  # offered after a predictions upload ("judge against the board")
     feeds_results = False  # what it stores shows on the project's results page
 
-    def form(self, data=None, *, project, prefix: str | None = None) -> forms.Form:
-        return self.form_class(data, project=project, prefix=prefix or self.name)
+    def form(self, data=None, *, project, prefix: str | None = None, initial: dict | None = None) -> forms.Form:
+        return self.form_class(data, project=project, prefix=prefix or self.name, initial=initial)
+
+    def parameters_after_predictions(self, *, project, new_models: list[str]) -> dict:
+        """The parameters this step takes for models just uploaded (for kinds that follow predictions)."""
+        return {}
 
     def check(self, *, project, parameters: dict) -> dict:
         """The parameters as they will be stored (JSON); refuses (RunRefused) what cannot run."""

@@ -32,18 +32,27 @@ class JudgeForm(NoParameters):
                  (NONE, "models only")],
         initial=AGAINST,
     )
+    involving = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Only pairs involving",
+        help_text="Judge only the pairs with one of these models on a side (new models against the board); "
+                  "none ticked: every pair.",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         names = project_models(self.project) if self.project is not None else []
         self.fields["models"].choices = [(name, name) for name in names]
         self.fields["models"].initial = names
+        self.fields["involving"].choices = [(name, name) for name in names]
 
     def clean(self):
         cleaned = super().clean()
         models = cleaned.get("models") or []
         if models and len(models) < 2 and cleaned.get("reference") == NONE:
             raise forms.ValidationError("choose two models, or one model and the reference")
+        strangers = set(cleaned.get("involving") or []) - set(models)
+        if strangers:
+            self.add_error("involving", f"also choose {', '.join(sorted(strangers))} among the models to judge")
         return cleaned
 
 
@@ -55,6 +64,13 @@ class JudgeOutputs(StepKind):
     follows_predictions = True
     feeds_results = True
 
+    def parameters_after_predictions(self, *, project, new_models: list[str]) -> dict:
+        """The newcomers against every model on the board and the reference; the board's own pairs
+        were judged before."""
+        board = project_models(project)
+        newcomers = [name for name in new_models if name in board]
+        return {"models": board, "reference": AGAINST, "involving": newcomers}
+
     def pending(self, *, project, parameters=None) -> int:
         models = (parameters or {}).get("models") or project_models(project)
         return ModelOutput.objects.filter(instance__family__project=project, model_name__in=models).count()
@@ -64,7 +80,7 @@ class JudgeOutputs(StepKind):
         report = judge_pairs(
             models=parameters["models"], with_reference=reference == BACKED, against_reference=reference != NONE,
             instances=project_instances(project), judge_model=model, budget_usd=budget_usd,
-            progress=progress, on_requests=on_requests,
+            progress=progress, on_requests=on_requests, involving=parameters.get("involving") or None,
         )
         return outcome_of(
             report, result={"battle_ids": [battle.battle_id for battle in report.battles]},

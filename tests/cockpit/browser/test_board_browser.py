@@ -35,6 +35,9 @@ def test_owner_uploads_predictions_judges_them_and_the_model_is_rated(page, rese
     expect(page.locator(".new-model")).to_have_text("new-vlm")
     for model in ("model-x", "model-y", "new-vlm"):
         expect(page.locator(f"input[name='judge_outputs-models'][value='{model}']")).to_be_checked()
+    # Only the newcomer's pairs are judged: the board's own pairs were judged before.
+    expect(page.locator("input[name='judge_outputs-involving'][value='new-vlm']")).to_be_checked()
+    expect(page.locator("input[name='judge_outputs-involving'][value='model-x']")).not_to_be_checked()
 
     page.select_option("#id_judge_outputs-run-model", "fake-model")
     page.fill("#id_judge_outputs-run-budget_usd", "0.50")
@@ -44,7 +47,8 @@ def test_owner_uploads_predictions_judges_them_and_the_model_is_rated(page, rese
     run = StepRun.objects.get()
     expect(page.locator("#run-progress")).to_have_text(f"{run.done} / {run.total}")
     expect(page.locator("#run-cost")).to_have_text(format(run.cost_usd.normalize(), "f"))
-    assert run.cost_usd > 0 and run.total == 24  # (3 pairs + 3 against the reference) × 2 instances × 2 orders
+    # new-vlm against model-x, model-y and the reference, on 2 instances, both orders.
+    assert run.cost_usd > 0 and run.total == 12 and run.parameters["involving"] == ["new-vlm"]
     expect(page.locator("#results-link")).to_be_visible()
 
     ratings = compute_ratings(battles(source="judge"), reference=REFERENCE)

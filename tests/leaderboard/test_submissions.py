@@ -1,0 +1,185 @@
+"""Outside submitters with a project's submission token, and owners, submit predictions over the
+API: the new models are judged against the board and the reference and enter the judge
+leaderboard; every refusal changes nothing."""
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+from datasets_app.models import ModelOutput
+from evaluation.judge.services import REFERENCE
+from evaluation.models import JudgedBattle
+from leaderboard import services
+from leaderboard.models import Submission, SubmissionToken
+from projects.services import create_project
+from stepruns.models import StepRun
+from tests.cockpit.board.conftest import MODEL, judged_instance
+from tests.cockpit.board.test_uploads import predictions_csv
+from tests.cockpit.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+LONG = lambda n: f"A long and careful answer number {n} " * 5  # noqa: E731 - the fake judge prefers longer texts
+
+
+@pytest.fixture
+def board(project):
+    return [judged_instance(project) for _ in range(3)]
+
+
+@pytest.fixture
+def open_project(project, researcher, llm_settings):
+    services.set_policy(project=project, user=researcher, accepts_outside_submissions=True, judge_model=MODEL,
+                        budget_usd="1.00")
+    return project
+
+
+@pytest.fixture
+def token(open_project, researcher):
+    _record, raw = services.create_token(project=open_project, user=researcher, label="Vision Lab")
+    return raw
+
+
+def outsider(raw: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
+    return client
+
+
+def submit(client, slug, content, name="preds.csv"):
+    return client.post(f"/api/leaderboard/{slug}/submissions/",
+                       {"file": SimpleUploadedFile(name, content.encode())}, format="multipart")
+
+
+def test_an_outside_submitter_puts_a_new_model_on_the_board(open_project, board, token, fake_server,
+                                                             django_capture_on_commit_callbacks):
+    client = outsider(token)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = submit(client, open_project.slug, predictions_csv(board, model="lab-vlm", text=LONG))
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["models"] == ["lab-vlm"] and (body["rows"], body["matched"]) == (3, 3)
+    assert body["submitter"] == "Vision Lab" and body["status"] == "queued"  # answered before the run
+    submission = Submission.objects.get()
+    detail = client.get(f"/api/leaderboard/{open_project.slug}/submissions/{submission.pk}/").json()
+    assert detail["status"] == "succeeded", detail["summary"]
+    # Only the newcomer's pairs: against model-x, model-y and the reference, 3 instances, both orders.
+    assert detail["judged"] == {"done": 18, "total": 18} and len(fake_server.completion_requests) == 18
+    assert float(detail["cost_usd"]) > 0
+    pairs = {frozenset(pair) for pair in JudgedBattle.objects.values_list("model_a", "model_b")}
+    assert pairs == {frozenset(("model-x", "lab-vlm")), frozenset(("model-y", "lab-vlm")),
+                     frozenset(("lab-vlm", REFERENCE))}
+
+    board_json = client.get(f"/api/leaderboard/{open_project.slug}/").json()
+    names = [row["model"] for row in board_json["models"]]
+    assert names[0] == "lab-vlm" and set(names) == {"lab-vlm", "model-x", "model-y", REFERENCE}
+
+
+def test_a_second_submission_judges_only_its_own_pairs(open_project, board, token, fake_server,
+                                                       django_capture_on_commit_callbacks):
+    client = outsider(token)
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(client, open_project.slug, predictions_csv(board, model="lab-vlm"))
+    first = len(fake_server.completion_requests)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = submit(client, open_project.slug,
+                          predictions_csv(board, model="lab-vlm-2", text=lambda n: f"Second lab, answer {n}."))
+    assert response.status_code == 202
+    # lab-vlm-2 against model-x, model-y, lab-vlm and the reference: 4 pairs x 3 instances x 2 orders.
+    assert len(fake_server.completion_requests) - first == 24
+    listed = client.get(f"/api/leaderboard/{open_project.slug}/submissions/").json()
+    assert [row["models"] for row in listed["results"]] == [["lab-vlm-2"], ["lab-vlm"]]
+
+
+def test_refusals_change_nothing(open_project, board, token, researcher):
+    client = outsider(token)
+    outputs, runs = ModelOutput.objects.count(), StepRun.objects.count()
+    cases = [
+        (predictions_csv(board, model="model-x"), 400, "already on the board"),
+        (predictions_csv(board, model=REFERENCE), 400, "already on the board"),
+        ("instruction,image,lab prediction\n,,x\n", 400, "row 1, column 'instruction'"),
+        ("instruction,image\nq,u\n", 400, "prediction"),
+    ]
+    for content, code, words in cases:
+        response = submit(client, open_project.slug, content)
+        assert response.status_code == code and words in response.json()["detail"], response.content
+    many = "instruction,image," + ",".join(f"m{n} prediction" for n in range(4)) + "\n"
+    many += "".join(f'"{i.instruction}",{i.image_links.get().image.url},a,b,c,d\n' for i in board)
+    response = submit(client, open_project.slug, many)
+    assert response.status_code == 400 and "at most 3" in response.json()["detail"]
+    assert (ModelOutput.objects.count(), StepRun.objects.count(), Submission.objects.count()) == (outputs, runs, 0)
+
+    services.set_policy(project=open_project, user=researcher, accepts_outside_submissions=False, judge_model="",
+                        budget_usd="1")
+    response = submit(client, open_project.slug, predictions_csv(board, model="lab-vlm"))
+    assert response.status_code == 403 and "does not take submissions" in response.json()["detail"]
+    assert not ModelOutput.objects.filter(model_name="lab-vlm").exists() and not Submission.objects.exists()
+
+
+def test_one_submission_of_a_token_at_a_time(open_project, board, token):
+    client = outsider(token)
+    # Without running the on-commit callbacks, the first submission's judge run stays queued.
+    assert submit(client, open_project.slug, predictions_csv(board, model="lab-vlm")).status_code == 202
+    response = submit(client, open_project.slug, predictions_csv(board, model="lab-vlm-2"))
+    assert response.status_code == 409 and "still being judged" in response.json()["detail"]
+    assert not ModelOutput.objects.filter(model_name="lab-vlm-2").exists()
+
+
+def test_a_token_reaches_its_own_project_only(open_project, board, token, researcher, make_researcher, llm_settings):
+    other = create_project(name="B", slug="b", owner=make_researcher("bob"))
+    client = outsider(token)
+    for url in ("/api/leaderboard/b/", "/api/leaderboard/b/submissions/"):
+        assert client.get(url).status_code == 404
+    assert submit(client, "b", predictions_csv(board, model="x")).status_code == 404
+    # The researcher API does not take it, and a forged or revoked token is refused.
+    assert client.get("/api/projects/").status_code == 401
+    assert outsider(services.TOKEN_PREFIX + "forged").get(f"/api/leaderboard/{open_project.slug}/").status_code == 401
+    record = SubmissionToken.objects.get()
+    services.revoke_token(project=open_project, user=researcher, token_id=record.pk)
+    assert client.get(f"/api/leaderboard/{open_project.slug}/submissions/").status_code == 401
+    assert not Submission.objects.exists() and other.pk
+
+
+def test_submitters_see_only_their_own_submissions(open_project, board, token, researcher,
+                                                   django_capture_on_commit_callbacks):
+    _record, second = services.create_token(project=open_project, user=researcher, label="Other Lab")
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(outsider(token), open_project.slug, predictions_csv(board, model="lab-vlm"))
+    theirs = Submission.objects.get()
+    other = outsider(second)
+    assert other.get(f"/api/leaderboard/{open_project.slug}/submissions/").json()["results"] == []
+    assert other.get(f"/api/leaderboard/{open_project.slug}/submissions/{theirs.pk}/").status_code == 404
+    # Members see every submission of the project.
+    member = APIClient()
+    member.login(username=researcher.username, password=PASSWORD)
+    rows = member.get(f"/api/leaderboard/{open_project.slug}/submissions/").json()["results"]
+    assert [row["submitter"] for row in rows] == ["Vision Lab"]
+
+
+def test_an_owner_submits_with_their_session_a_collaborator_may_not(project, board, researcher, collaborator,
+                                                                    llm_settings, django_capture_on_commit_callbacks):
+    owner = APIClient()
+    owner.login(username=researcher.username, password=PASSWORD)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = submit(owner, project.slug, predictions_csv(board, model="own-vlm"))
+    assert response.status_code == 202 and response.json()["submitter"] == researcher.username
+    assert Submission.objects.get().step_run.status == StepRun.Status.SUCCEEDED
+    helper = APIClient()
+    helper.login(username=collaborator.username, password=PASSWORD)
+    assert submit(helper, project.slug, predictions_csv(board, model="their-vlm")).status_code == 403
+    assert helper.get(f"/api/leaderboard/{project.slug}/").status_code == 200
+    assert APIClient().get(f"/api/leaderboard/{project.slug}/").status_code == 401
+
+
+def test_no_configured_judge_refuses_before_anything_is_stored(open_project, board, token, settings):
+    settings.LLM_MODEL, settings.LLM_PRICES = "", {}
+    response = submit(outsider(token), open_project.slug, predictions_csv(board, model="lab-vlm"))
+    assert response.status_code == 503 and "No LLM judge is configured" in response.json()["detail"]
+    assert not ModelOutput.objects.filter(model_name="lab-vlm").exists()
+
+
+def test_tokens_are_stored_as_digests(open_project, researcher):
+    record, raw = services.create_token(project=open_project, user=researcher, label="Lab")
+    assert raw.startswith(services.TOKEN_PREFIX) and len(raw) > 40
+    stored = SubmissionToken.objects.filter(pk=record.pk).values().get()
+    assert raw not in str(stored) and stored["digest"] == services.token_digest(raw)
+    assert services.token_from_secret(raw) == record
