@@ -211,7 +211,7 @@ def test_the_test_set_and_its_template_let_an_outsider_answer_by_instance_id(
         response = submit(client, open_project.slug, "\n".join(filled) + "\n")
     assert response.status_code == 202 and response.json()["matched"] == 3, response.content
     # A wrong id or an instruction that is not the instance's leaves the row out, saying why.
-    other = [f"instance_id,instruction,lab-2 prediction", f'{board[0].pk},"Something else",x',
+    other = ["instance_id,instruction,lab-2 prediction", f'{board[0].pk},"Something else",x',
              f'999999,"{board[1].instruction}",y', f'{board[2].pk},"{board[2].instruction}",z']
     with django_capture_on_commit_callbacks(execute=True):
         body = submit(client, open_project.slug, "\n".join(other) + "\n").json()
