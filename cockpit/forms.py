@@ -4,6 +4,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from annotation.watch import DEFAULT_COVERAGE_TARGET
@@ -12,6 +13,7 @@ from evaluation.core import irr
 from evaluation.results import MAX_BOOTSTRAP_ROUNDS, METHODS, PAGE_BOOTSTRAP_ROUNDS, SOURCES
 from llm.config import configured_models
 from projects.errors import ProjectError
+from projects.permissions import is_researcher
 from projects.models import RELEASE_NAME_VALIDATOR, VERSION_VALIDATOR, Membership, Project
 from projects.services import check_slug_free_of_pages
 from providers.registry import PROVIDERS
@@ -42,6 +44,9 @@ class MemberForm(forms.Form):
         user = get_user_model().objects.filter(username=username, is_active=True).first()
         if user is None:
             raise forms.ValidationError(f"No active user '{username}'.")
+        if not is_researcher(user):  # a member who is not a researcher could not open the project's pages
+            raise forms.ValidationError(f"'{username}' is not a researcher; ask an administrator to add them to "
+                                        f"the '{settings.RESEARCHER_GROUP}' group first.")
         return user
 
 

@@ -47,6 +47,9 @@ urlpatterns = [
          name="release-download"),
     # Leaderboard submissions: outside submitters' tokens reach these paths only.
     path("leaderboard/<slug:slug>/", leaderboard.LeaderboardView.as_view(), name="leaderboard"),
+    path("leaderboard/<slug:slug>/instances/", leaderboard.TestSetView.as_view(), name="leaderboard-instances"),
+    path("leaderboard/<slug:slug>/template.csv", leaderboard.PredictionsTemplateView.as_view(),
+         name="leaderboard-template"),
     path("leaderboard/<slug:slug>/submissions/", leaderboard.SubmissionListView.as_view(),
          name="leaderboard-submissions"),
     path("leaderboard/<slug:slug>/submissions/<int:pk>/", leaderboard.SubmissionDetailView.as_view(),

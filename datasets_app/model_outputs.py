@@ -3,7 +3,10 @@ calling the model's OpenAI-compatible endpoint with the image(s) and the instruc
 
 ``predictions.csv`` columns: ``instruction``, ``instruction_category``, ``image`` (one URL) or
 ``images`` (a JSON list of URLs), and one ``<model name> prediction`` column per model. A row is
-matched to an instance by its instruction (whitespace-normalised) and its ordered image URLs.
+matched to an instance by its instruction (whitespace-normalised) and its ordered image URLs. With
+an ``instance_id`` column (the ids a project's test set lists, e.g. ``/api/leaderboard/<slug>/
+instances/``), a row is matched by that id and its instruction instead, and the image columns may
+be left out: the images of an instance uploaded to the platform have no public URL to match by.
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ class PredictionRow:
     category: str
     image_urls: list[str]
     predictions: dict[str, str]  # model name -> text (empty cells left out)
+    instance_id: int | None = None
 
 
 @dataclass
@@ -96,10 +100,11 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
         raise VisitBenchFormatError(path, "the file is empty (no header row)")
     if "instruction" not in header:
         raise VisitBenchFormatError(path, "missing column 'instruction'", column="instruction")
+    by_id = "instance_id" in header
     image_column = "images" if "images" in header else "image" if "image" in header else None
-    if image_column is None:
-        raise VisitBenchFormatError(path, "missing column 'image' (one URL) or 'images' (JSON list)",
-                                    column="image")
+    if image_column is None and not by_id:
+        raise VisitBenchFormatError(path, "missing column 'image' (one URL) or 'images' (JSON list), "
+                                          "or 'instance_id'", column="image")
     model_columns = {column: column[: -len(PREDICTION_SUFFIX)].strip()
                      for column in header if column.endswith(PREDICTION_SUFFIX)}
     if not model_columns:
@@ -132,14 +137,23 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
                 raise VisitBenchFormatError(path, problem, row=number, column=column)
         if is_blank(instruction):
             raise VisitBenchFormatError(path, "empty value", row=number, column="instruction")
-        urls = _image_urls(path, number, image_column, record.get(image_column), check_url)
+        instance_id = _instance_id(path, number, record.get("instance_id")) if by_id else None
+        urls = [] if by_id else _image_urls(path, number, image_column, record.get(image_column), check_url)
         predictions = {model: record[column] for column, model in model_columns.items()
                        if (record.get(column) or "").strip()}
         rows.append(PredictionRow(number, instruction, (record.get("instruction_category") or "").strip(),
-                                  urls, predictions))
+                                  urls, predictions, instance_id))
     if not rows:
         raise VisitBenchFormatError(path, "the file has a header but no data rows")
     return list(model_columns.values()), rows
+
+
+def _instance_id(path: str, row: int, raw: str | None) -> int:
+    text = (raw or "").strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 18 or int(text) < 1:
+        raise VisitBenchFormatError(path, "expected an instance id (a positive whole number)", row=row,
+                                    column="instance_id")
+    return int(text)
 
 
 def _image_urls(path: str, row: int, column: str, raw: str | None, check_url: ImportURLChecker) -> list[str]:
@@ -172,8 +186,18 @@ def _instance_index(instances=None) -> dict[tuple[str, tuple[str, ...]], list[In
 def match_rows(rows: list[PredictionRow], *, instances=None) -> tuple[list[tuple[PredictionRow, Instance]], list[UnmatchedRow]]:
     """Each row's instance (among ``instances``, a queryset; default all) or why it has none."""
     index = _instance_index(instances)
+    by_id = {instance.pk: instance for group in index.values() for instance in group}
     matched, unmatched = [], []
     for row in rows:
+        if row.instance_id is not None:
+            instance = by_id.get(row.instance_id)
+            if instance is None:
+                unmatched.append(UnmatchedRow(row.row_number, f"no instance {row.instance_id} here"))
+            elif normalise_instruction(instance.instruction) != normalise_instruction(row.instruction):
+                unmatched.append(UnmatchedRow(row.row_number, f"instance {row.instance_id} has another instruction"))
+            else:
+                matched.append((row, instance))
+            continue
         found = index.get((normalise_instruction(row.instruction), tuple(map(match_key, row.image_urls))), [])
         if len(found) > 1 and row.category:
             found = [instance for instance in found if instance.family.name == row.category]

@@ -20,7 +20,7 @@ from crowdbench.errors import ServiceError
 
 from .file_errors import InputFileError
 from .image_urls import ImportURLChecker
-from .model_outputs import PredictionsImportReport, import_predictions
+from .model_outputs import PredictionsImportReport, import_predictions, read_predictions_csv
 from .models import FamilySeedImage, Image, Instance, InstructionFamily
 from .services import ReviewImportReport, import_review_sets_file
 
@@ -70,8 +70,16 @@ def import_predictions_upload(*, project, upload) -> PredictionsImportReport:
         report = import_predictions(path=path, instances=Instance.objects.filter(family__project=project))
     report.path = shown_name(upload)
     if not report.matched:
-        raise UploadRefused(f"{report.path}: no row matches an instance of this project (by instruction and images)")
+        raise UploadRefused(f"{report.path}: no row matches an instance of this project (by instance_id and "
+                                f"instruction, or by instruction and images)")
     return report
+
+
+def predictions_upload_models(upload) -> list[str]:
+    """The model names of a predictions CSV, after the same checks as its import (nothing written)."""
+    with saved_upload(upload, suffixes=(".csv",)) as path:
+        models, _rows = read_predictions_csv(path)
+    return models
 
 
 def import_review_sets_upload(*, project, upload) -> ReviewImportReport:

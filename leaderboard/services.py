@@ -14,13 +14,16 @@ import secrets
 from decimal import Decimal
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from crowdbench.errors import ServiceError
 from datasets_app.models import ModelOutput
-from datasets_app.uploads import import_predictions_upload
+from annotation.models import WorkItem
+from datasets_app.uploads import import_predictions_upload, predictions_upload_models, shown_name
 from evaluation.judge.services import REFERENCE
-from llm.config import configured_models
+from evaluation.models import JudgedBattle
+from llm.config import configured_models, unpriced
 from projects.permissions import require_member, require_owner
 from stepruns.models import StepRun
 from stepruns.services import clean_budget, start_run
@@ -32,6 +35,7 @@ MAX_MODELS_PER_SUBMISSION = 3
 MAX_ACTIVE_TOKENS = 100
 JUDGE_KIND = "judge_outputs"
 ACTIVE_STATUSES = (StepRun.Status.QUEUED, StepRun.Status.RUNNING)
+UNFINISHED_STATUSES = (StepRun.Status.FAILED, StepRun.Status.STOPPED)
 UNMATCHED_KEPT = 50
 
 
@@ -90,12 +94,21 @@ def set_policy(*, project, user, accepts_outside_submissions: bool, judge_model:
     return policy
 
 
-def judge_model_for(policy: SubmissionPolicy) -> str:
+def judge_model_for(policy: SubmissionPolicy, *, outsider: bool = False) -> str:
+    """The model that judges the project's submissions; refuses when it could not run within a
+    budget (an outside submitter is not told about the server's settings)."""
     models = configured_models()
     model = policy.judge_model or (models[0] if models else "")
+    problem = None
     if not model or model not in models:
-        raise JudgeUnavailable("No LLM judge is configured for submissions: set LLM_MODEL (and LLM_BASE_URL or "
-                               "LLM_API_KEY), or choose a configured judge model on the leaderboard page.")
+        problem = ("No LLM judge is configured for submissions: set LLM_MODEL (and LLM_BASE_URL or LLM_API_KEY), "
+                   "or choose a configured judge model on the leaderboard page.")
+    elif unpriced(model):
+        problem = (f"The judge model {model} has no price in LLM_PRICES, so the budget of a submission cannot be "
+                   "kept; add its price.")
+    if problem is not None:
+        raise JudgeUnavailable("The judge of this project cannot take submissions now; please tell the project's "
+                               "owners." if outsider else problem)
     return model
 
 
@@ -147,7 +160,8 @@ def submit_predictions(*, project, upload, token: SubmissionToken | None = None,
     An outside submitter comes with ``token`` (of this project, while the project takes outside
     submissions, one submission at a time); a member with ``user``. The file must add new model
     names only (at most ``MAX_MODELS_PER_SUBMISSION``): a submission never changes a model on the
-    board. Refusals change nothing.
+    board, except one whose own earlier submission failed or stopped at its budget, which the same
+    submitter may send again (the old outputs and battles are replaced). Refusals change nothing.
     """
     if token is not None:
         if token.project_id != project.pk or token.revoked_at is not None:
@@ -160,18 +174,21 @@ def submit_predictions(*, project, upload, token: SubmissionToken | None = None,
         require_member(user=user, project=project)
         policy = policy_for(project)
         label = user.get_username()
-    judge_model = judge_model_for(policy)
+    judge_model = judge_model_for(policy, outsider=token is not None)
     with transaction.atomic():
         if token is not None:
             # One submission of a token at a time; the lock serialises two arriving together.
             SubmissionToken.objects.select_for_update().filter(pk=token.pk).first()
             if Submission.objects.filter(token=token, step_run__status__in=ACTIVE_STATUSES).exists():
                 raise SubmissionBusy("Your previous submission is still being judged; submit again when it is done.")
-        on_board = set(ModelOutput.objects.filter(instance__family__project=project)
-                       .values_list("model_name", flat=True).distinct())
+        names = predictions_upload_models(upload)  # a malformed file is refused here, naming row and field
+        retried = _retried_models(project=project, names=names, token=token, user=user)
+        _check_new_models(names, on_board=_board_names(project) - set(retried), file_name=shown_name(upload))
+        if retried:
+            _withdraw(project=project, names=retried)
         report = import_predictions_upload(project=project, upload=upload)
         new = list(report.per_model)
-        _check_new_models(new, on_board=on_board, file_name=report.path)
+        on_board = _board_names(project) - set(new)
         kind_parameters = {"models": sorted(on_board | set(new)), "reference": "against", "involving": new}
         run = start_run(project=project, user=user, kind=JUDGE_KIND, model=judge_model, budget_usd=policy.budget_usd,
                         parameters=kind_parameters)
@@ -182,14 +199,59 @@ def submit_predictions(*, project, upload, token: SubmissionToken | None = None,
         )
 
 
+def _board_names(project) -> set[str]:
+    return set(ModelOutput.objects.filter(instance__family__project=project)
+               .values_list("model_name", flat=True).distinct())
+
+
 def _check_new_models(new: list[str], *, on_board: set[str], file_name: str) -> None:
     if len(new) > MAX_MODELS_PER_SUBMISSION:
         raise SubmissionRefused(f"{file_name}: {len(new)} models in one file; a submission adds at most "
                                 f"{MAX_MODELS_PER_SUBMISSION}")
-    taken = sorted(name for name in new if name in on_board or name == REFERENCE)
+    # Names differing only in case would stand beside each other on the board as two models.
+    taken_keys = {name.casefold() for name in on_board} | {REFERENCE.casefold()}
+    taken = sorted(name for name in new if name.casefold() in taken_keys)
     if taken:
         raise SubmissionRefused(f"{file_name}: the model name(s) {', '.join(taken)} are already on the board; "
                                 "a submission adds new models, so name yours differently")
+
+
+def _retried_models(*, project, names: list[str], token, user) -> list[str]:
+    """The names in ``names`` that came only from this submitter's earlier submissions whose judging
+    failed or stopped at the budget: submitting them again replaces them."""
+    by_name: dict[str, list[Submission]] = {}
+    for submission in Submission.objects.filter(project=project).select_related("step_run"):
+        for name in submission.model_names:
+            by_name.setdefault(name, []).append(submission)
+    retried = []
+    for name in names:
+        earlier = by_name.get(name, [])
+        if earlier and all(
+            (submission.token_id == token.pk if token is not None
+             else submission.token_id is None and submission.submitted_by_id == user.pk)
+            and submission.step_run_id and submission.step_run.status in UNFINISHED_STATUSES
+            for submission in earlier
+        ):
+            retried.append(name)
+    if retried and WorkItem.objects.filter(
+            Q(output_a__model_name__in=retried) | Q(output_b__model_name__in=retried),
+            output_a__instance__family__project=project).exists():
+        raise SubmissionRefused(f"{', '.join(retried)} is compared in a crowd round of this project and cannot be "
+                                "replaced; name the new submission differently")
+    return retried
+
+
+def _withdraw(*, project, names: list[str]) -> None:
+    """Remove the outputs of ``names`` and the judge's battles involving them (to be judged again)."""
+    JudgedBattle.objects.filter(instance__family__project=project).filter(
+        Q(model_a__in=names) | Q(model_b__in=names)).delete()
+    ModelOutput.objects.filter(instance__family__project=project, model_name__in=names).delete()
+
+
+def check_outside_access(token: SubmissionToken) -> None:
+    """A token works while its project takes outside submissions (and it is not revoked)."""
+    if not policy_for(token.project).accepts_outside_submissions:
+        raise SubmissionsClosed(f"The project '{token.project.slug}' does not take submissions from outside now.")
 
 
 def submissions_for(*, project, token: SubmissionToken | None = None):

@@ -93,6 +93,11 @@ class LLMConfig:
         return resolved
 
 
+def unpriced(model: str) -> bool:
+    """Whether ``model`` has no price in ``LLM_PRICES``: a run of it cannot be held to a budget."""
+    return model not in LLMConfig.from_settings().prices
+
+
 def configured_models() -> list[str]:
     """The models a researcher may pick for a step: ``LLM_MODEL`` first, then those with a price."""
     config = LLMConfig.from_settings()

@@ -12,7 +12,7 @@ from decimal import Decimal, InvalidOperation
 from django.db import transaction
 
 from crowdbench.errors import ServiceError
-from llm.config import LLMNotConfigured, configured_models
+from llm.config import LLMNotConfigured, configured_models, unpriced
 
 from . import lifecycle
 from .errors import RunRefused
@@ -48,6 +48,9 @@ def start_run(*, project, user, kind: str, model: str, budget_usd, parameters: d
     if model not in models:
         raise RunRefused(f"unknown model {str(model)[:60]!r}; configured: {', '.join(models)}")
     budget = clean_budget(budget_usd)
+    if unpriced(model):  # refused now, not after the run has started and stored its inputs
+        raise RunRefused(f"{model} has no price in LLM_PRICES, so a budget cannot be kept; add its price "
+                         "(USD per million input and output tokens)")
     cleaned = step_kind.check(project=project, parameters=parameters or {})
     run = StepRun.objects.create(project=project, kind=step_kind.name, model=model, budget_usd=budget,
                                  parameters=cleaned, created_by=user)

@@ -45,7 +45,7 @@ def _page(request, project, *, policy_form=None, token_form=None, upload_form=No
         "project": project, "cockpit_section": "leaderboard", "can_manage": owner, "policy": policy,
         "policy_form": policy_form or PolicyForm(initial={
             "accepts_outside_submissions": policy.accepts_outside_submissions, "judge_model": policy.judge_model,
-            "budget_usd": policy.budget_usd}),
+            "budget_usd": policy.budget_usd.normalize()}),
         "token_form": token_form or TokenForm(), "upload_form": upload_form or UploadForm(prefix="submission"),
         "tokens": SubmissionToken.objects.filter(project=project) if owner else [],
         "submissions": services.submissions_for(project=project)[:100], "new_token": new_token,

@@ -7,7 +7,12 @@ researcher token or session too; members read. The work is done by ``leaderboard
 """
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 from django.contrib.auth.models import AnonymousUser
+from django.http import HttpResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -21,7 +26,9 @@ from rest_framework.views import APIView
 from evaluation.results import leaderboard as judge_leaderboard
 from leaderboard import services
 from leaderboard.models import Submission, SubmissionToken
+from leaderboard.selectors import image_addresses, test_set
 from projects.permissions import is_researcher, require_owner
+from stepruns.models import StepRun
 from projects.selectors import get_project_for_user
 
 from .access import MAX_ID, Pagination, ResearcherAPIMixin, ResearcherSchema
@@ -87,10 +94,16 @@ class LeaderboardSubmissionSerializer(serializers.ModelSerializer):
         return {"done": run.done if run else 0, "total": run.total if run else 0}
 
     def get_cost_usd(self, submission) -> str:
-        return str(services.spent_usd(submission))
+        return format(services.spent_usd(submission).normalize(), "f")
 
     def get_summary(self, submission) -> str:
-        return submission.step_run.summary if submission.step_run_id else ""
+        run = submission.step_run
+        if run is None:
+            return ""
+        if run.status == StepRun.Status.FAILED and self.context.get("outsider"):
+            # The reason may name the server's settings; the project's owners see it on the run's page.
+            return "The judging failed; the project's owners can see why. You may submit the same file again."
+        return run.summary
 
 
 class LeaderboardAccess:
@@ -105,6 +118,7 @@ class LeaderboardAccess:
         if token is not None:
             if token.project.slug != slug:
                 raise NotFound(f"No project '{slug[:100]}' for this token.")
+            services.check_outside_access(token)
             return token.project, token
         if not (request.user and request.user.is_authenticated):
             raise NotAuthenticated()
@@ -126,6 +140,47 @@ class LeaderboardView(LeaderboardAccess, APIView):
                                           bootstrap=BOARD_BOOTSTRAP).data)
 
 
+class TestSetInstanceSerializer(serializers.Serializer):
+    instance_id = serializers.IntegerField(source="pk")
+    instruction = serializers.CharField()
+    instruction_category = serializers.CharField(source="family.name")
+    images = serializers.SerializerMethodField()
+
+    def get_images(self, instance) -> list[str]:
+        return image_addresses(instance, self.context["request"].build_absolute_uri)
+
+
+@extend_schema(tags=["leaderboard"])
+class TestSetView(LeaderboardAccess, APIView):
+    @extend_schema(responses={200: TestSetInstanceSerializer(many=True)})
+    def get(self, request, slug: str):
+        """The instances to answer: id, instruction, category and image URLs. A predictions file
+        names each row's ``instance_id`` and ``instruction`` (``template.csv`` has them filled in)."""
+        project, _token = self.project_and_token(request, slug)
+        paginator = Pagination()
+        page = paginator.paginate_queryset(test_set(project), request, view=self)
+        return paginator.get_paginated_response(
+            TestSetInstanceSerializer(page, many=True, context={"request": request}).data)
+
+
+@extend_schema(tags=["leaderboard"])
+class PredictionsTemplateView(LeaderboardAccess, APIView):
+    @extend_schema(responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="A predictions.csv "
+                              "with every instance of the test set and an empty 'my-model prediction' column.")})
+    def get(self, request, slug: str):
+        """A predictions file to fill in: rename the last column to your model and write its answers."""
+        project, _token = self.project_and_token(request, slug)
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(["instance_id", "instruction", "instruction_category", "images", "my-model prediction"])
+        for instance in test_set(project):
+            writer.writerow([instance.pk, instance.instruction, instance.family.name,
+                             json.dumps(image_addresses(instance, request.build_absolute_uri)), ""])
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{project.slug}-predictions-template.csv"'
+        return response
+
+
 @extend_schema(tags=["leaderboard"])
 class SubmissionListView(LeaderboardAccess, APIView):
     parser_classes = [MultiPartParser, FormParser]
@@ -136,7 +191,8 @@ class SubmissionListView(LeaderboardAccess, APIView):
         project, token = self.project_and_token(request, slug)
         paginator = Pagination()
         page = paginator.paginate_queryset(services.submissions_for(project=project, token=token), request, view=self)
-        return paginator.get_paginated_response(LeaderboardSubmissionSerializer(page, many=True).data)
+        return paginator.get_paginated_response(
+            LeaderboardSubmissionSerializer(page, many=True, context={"outsider": token is not None}).data)
 
     @extend_schema(request={"multipart/form-data": LeaderboardSubmissionUploadSerializer},
                    responses={202: LeaderboardSubmissionSerializer})
@@ -151,7 +207,8 @@ class SubmissionListView(LeaderboardAccess, APIView):
         submission = services.submit_predictions(project=project, upload=incoming.validated_data["file"], token=token,
                                                  user=None if token is not None else request.user)
         submission.refresh_from_db()  # the judge may already have run (no broker: in-process)
-        return Response(LeaderboardSubmissionSerializer(submission).data, status=status.HTTP_202_ACCEPTED)
+        return Response(LeaderboardSubmissionSerializer(submission, context={"outsider": token is not None}).data,
+                        status=status.HTTP_202_ACCEPTED)
 
 
 @extend_schema(tags=["leaderboard"])
@@ -163,4 +220,4 @@ class SubmissionDetailView(LeaderboardAccess, APIView):
         submission = services.submissions_for(project=project, token=token).filter(pk=min(pk, MAX_ID)).first()
         if submission is None:
             raise NotFound(f"No submission {pk} here.")
-        return Response(LeaderboardSubmissionSerializer(submission).data)
+        return Response(LeaderboardSubmissionSerializer(submission, context={"outsider": token is not None}).data)

@@ -73,6 +73,14 @@ def test_owner_adds_a_collaborator_who_cannot_manage(client, researcher, make_re
     assert Membership.objects.get(project=project, user=grace).role == Membership.Role.COLLABORATOR
 
 
+def test_a_user_who_is_not_a_researcher_cannot_be_added(client, researcher, project, django_user_model):
+    django_user_model.objects.create_user(username="walt", password="pw-12345678")
+    client.force_login(researcher)
+    response = client.post(reverse("cockpit:members", args=[project.slug]), {"username": "walt", "role": "collaborator"})
+    assert response.status_code == 400 and "is not a researcher" in response.content.decode()
+    assert not Membership.objects.filter(project=project, user__username="walt").exists()
+
+
 def test_last_owner_cannot_be_removed(client, researcher, project):
     client.force_login(researcher)
     membership = Membership.objects.get(project=project, user=researcher)

@@ -1,6 +1,8 @@
 """Outside submitters with a project's submission token, and owners, submit predictions over the
 API: the new models are judged against the board and the reference and enter the judge
 leaderboard; every refusal changes nothing."""
+import csv
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
@@ -170,9 +172,13 @@ def test_an_owner_submits_with_their_session_a_collaborator_may_not(project, boa
     assert APIClient().get(f"/api/leaderboard/{project.slug}/").status_code == 401
 
 
-def test_no_configured_judge_refuses_before_anything_is_stored(open_project, board, token, settings):
+def test_no_configured_judge_refuses_before_anything_is_stored(open_project, board, token, settings, researcher):
     settings.LLM_MODEL, settings.LLM_PRICES = "", {}
     response = submit(outsider(token), open_project.slug, predictions_csv(board, model="lab-vlm"))
+    assert response.status_code == 503 and "cannot take submissions now" in response.json()["detail"]
+    owner = APIClient()
+    owner.login(username=researcher.username, password=PASSWORD)
+    response = submit(owner, open_project.slug, predictions_csv(board, model="lab-vlm"))
     assert response.status_code == 503 and "No LLM judge is configured" in response.json()["detail"]
     assert not ModelOutput.objects.filter(model_name="lab-vlm").exists()
 
@@ -183,3 +189,90 @@ def test_tokens_are_stored_as_digests(open_project, researcher):
     stored = SubmissionToken.objects.filter(pk=record.pk).values().get()
     assert raw not in str(stored) and stored["digest"] == services.token_digest(raw)
     assert services.token_from_secret(raw) == record
+
+
+def test_the_test_set_and_its_template_let_an_outsider_answer_by_instance_id(
+        open_project, board, token, fake_server, django_capture_on_commit_callbacks):
+    client = outsider(token)
+    listed = client.get(f"/api/leaderboard/{open_project.slug}/instances/").json()
+    assert [row["instance_id"] for row in listed["results"]] == [i.pk for i in board]
+    assert listed["results"][0]["instruction"] == board[0].instruction
+    assert all(url.startswith("http") for row in listed["results"] for url in row["images"])
+
+    template = client.get(f"/api/leaderboard/{open_project.slug}/template.csv")
+    assert template.status_code == 200 and template["Content-Type"].startswith("text/csv")
+    lines = template.content.decode().splitlines()
+    assert lines[0] == "instance_id,instruction,instruction_category,images,my-model prediction"
+    # The lab renames the column, answers every row, and drops the images (the id matches).
+    rows = list(csv.reader(lines[1:]))
+    filled = ["instance_id,instruction,lab-vlm prediction"]
+    filled += [f'{row[0]},"{row[1]}",Answer {n} to it.' for n, row in enumerate(rows)]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = submit(client, open_project.slug, "\n".join(filled) + "\n")
+    assert response.status_code == 202 and response.json()["matched"] == 3, response.content
+    # A wrong id or an instruction that is not the instance's leaves the row out, saying why.
+    other = ["instance_id,instruction,lab-2 prediction", f'{board[0].pk},"Something else",x',
+             f'999999,"{board[1].instruction}",y', f'{board[2].pk},"{board[2].instruction}",z']
+    with django_capture_on_commit_callbacks(execute=True):
+        body = submit(client, open_project.slug, "\n".join(other) + "\n").json()
+    assert body["matched"] == 1 and body["unmatched"] == [
+        [1, f"instance {board[0].pk} has another instruction"], [2, "no instance 999999 here"]]
+
+
+def test_a_name_differing_only_in_case_is_taken(open_project, board, token):
+    response = submit(outsider(token), open_project.slug, predictions_csv(board, model="Model-X"))
+    assert response.status_code == 400 and "Model-X are already on the board" in response.json()["detail"]
+    response = submit(outsider(token), open_project.slug, predictions_csv(board, model="Reference"))
+    assert response.status_code == 400
+    assert not ModelOutput.objects.filter(model_name__in=["Model-X", "Reference"]).exists()
+
+
+def test_an_unpriced_judge_is_refused_before_anything_is_stored_without_naming_settings(
+        open_project, board, token, llm_settings):
+    llm_settings.LLM_PRICES = {}
+    response = submit(outsider(token), open_project.slug, predictions_csv(board, model="lab-vlm"))
+    body = response.json()
+    assert response.status_code == 503 and "cannot take submissions now" in body["detail"]
+    assert "LLM_PRICES" not in body["detail"]
+    assert not ModelOutput.objects.filter(model_name="lab-vlm").exists() and not StepRun.objects.exists()
+
+
+def test_a_submission_stopped_by_its_budget_may_be_sent_again_and_is_replaced(
+        open_project, board, token, researcher, fake_server, django_capture_on_commit_callbacks):
+    client = outsider(token)
+    services.set_policy(project=open_project, user=researcher, accepts_outside_submissions=True, judge_model=MODEL,
+                        budget_usd="0.000001")
+    with django_capture_on_commit_callbacks(execute=True):
+        first = submit(client, open_project.slug, predictions_csv(board, model="lab-vlm")).json()
+    assert client.get(f"/api/leaderboard/{open_project.slug}/submissions/{first['id']}/").json()["status"] == "stopped"
+    # Another submitter may not take the name over.
+    _record, other = services.create_token(project=open_project, user=researcher, label="Other")
+    taken = submit(outsider(other), open_project.slug, predictions_csv(board, model="lab-vlm"))
+    assert taken.status_code == 400 and "already on the board" in taken.json()["detail"]
+
+    services.set_policy(project=open_project, user=researcher, accepts_outside_submissions=True, judge_model=MODEL,
+                        budget_usd="1")
+    with django_capture_on_commit_callbacks(execute=True):
+        again = submit(client, open_project.slug, predictions_csv(board, model="lab-vlm", text=LONG))
+    assert again.status_code == 202, again.content
+    detail = client.get(f"/api/leaderboard/{open_project.slug}/submissions/{again.json()['id']}/").json()
+    assert detail["status"] == "succeeded" and detail["judged"] == {"done": 18, "total": 18}
+    texts = set(ModelOutput.objects.filter(model_name="lab-vlm").values_list("text", flat=True))
+    assert texts == {LONG(n) for n in range(3)}
+    assert JudgedBattle.objects.filter(model_a="lab-vlm").count() + JudgedBattle.objects.filter(
+        model_b="lab-vlm").count() == 9
+
+    # Once judged in full, the name is the model's for good.
+    with django_capture_on_commit_callbacks(execute=True):
+        third = submit(client, open_project.slug, predictions_csv(board, model="lab-vlm"))
+    assert third.status_code == 400 and "already on the board" in third.json()["detail"]
+
+
+def test_a_token_stops_working_when_outside_submissions_are_turned_off(open_project, board, token, researcher):
+    client = outsider(token)
+    assert client.get(f"/api/leaderboard/{open_project.slug}/instances/").status_code == 200
+    services.set_policy(project=open_project, user=researcher, accepts_outside_submissions=False, judge_model="",
+                        budget_usd="1")
+    for path in ("", "instances/", "template.csv", "submissions/"):
+        response = client.get(f"/api/leaderboard/{open_project.slug}/{path}")
+        assert response.status_code == 403 and "does not take submissions" in response.json()["detail"], path

@@ -1,6 +1,8 @@
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -81,6 +83,8 @@ class Command(BaseCommand):
         passwords[RESEARCHER] = secrets.token_urlsafe(9)
         researcher.set_password(passwords[RESEARCHER])
         researcher.save()
+        # The group the admin adds further researchers to (collaborators must be researchers).
+        researcher.groups.add(Group.objects.get_or_create(name=settings.RESEARCHER_GROUP)[0])
         for name in WORKERS:
             worker, _ = users.objects.get_or_create(username=name)
             passwords[name] = secrets.token_urlsafe(9)

@@ -11,7 +11,7 @@ from llm.models import LLMRun
 from stepruns.models import StepRun
 
 from ..conftest import PASSWORD
-from .conftest import MODEL, project_instance
+from .conftest import MODEL, PRICES, project_instance
 
 pytestmark = pytest.mark.django_db
 S = Instance.Status
@@ -83,12 +83,19 @@ def test_failures_are_listed_without_secrets(owner_client, project, awaiting, ll
 
 def test_a_step_without_a_configured_server_fails_with_the_reason(
         owner_client, project, awaiting, settings, django_capture_on_commit_callbacks):
-    settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL, settings.LLM_PRICES = "", "", MODEL, {}
+    settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL, settings.LLM_PRICES = "", "", MODEL, PRICES
     with django_capture_on_commit_callbacks(execute=True):
         start(owner_client, project, "generate_references")
     run = StepRun.objects.get()
     assert run.status == StepRun.Status.FAILED and "LLM_BASE_URL" in run.summary
     assert Instance.objects.filter(status=S.AWAITING_REFERENCE).count() == 3
+
+
+def test_a_model_without_a_price_is_refused_before_a_run_starts(owner_client, project, awaiting, llm_settings):
+    llm_settings.LLM_PRICES = {}
+    response = start(owner_client, project, "generate_references")
+    assert response.status_code == 400 and "has no price in LLM_PRICES" in response.content.decode()
+    assert not StepRun.objects.exists() and Instance.objects.filter(status=S.AWAITING_REFERENCE).count() == 3
 
 
 def test_regenerate_discarded_only_touches_the_projects_instances(
