@@ -238,7 +238,8 @@ class _Block:
                                  end, end + 2 * extra)
             self.physical = np.append(self.physical, [end, end + 2 * extra])
             self.length = np.append(self.length, counts)
-        s.pending = self.logical(self.count, int(self.length.sum()))
+        # (A block taken wholly from kept draws leaves the rest of them pending.)
+        s.pending = np.concatenate([self.logical(self.count, int(self.length.sum())), s.pending])
 
     def logical(self, start: int, stop: int) -> np.ndarray:
         """A copy of the draws at logical positions [start, stop)."""
