@@ -10,8 +10,11 @@ returns bit-for-bit the same ratings. Three things make that possible:
   64-bit output gives its low half, then its high half) and maps each word ``w`` to
   ``(w * n) >> 32``, rejecting it when ``(w * n) mod 2^32 < 2^32 mod n`` (Lemire's method). A
   rejection depends only on the word itself, so the stream of indices is the raw stream with the
-  rejected words left out, whatever the block sizes. The raw words come from numpy's own PCG64
-  (``random_raw``); PCG64's ``advance`` lets each thread generate its own stretch of the stream.
+  rejected words left out, whatever the block sizes. :func:`_draw_cells` runs PCG64 itself (the
+  128-bit LCG on 64-bit halves, the XSL-RR output) fused with the Lemire map and the cell
+  look-up; every stretch of the stream starts from a state that numpy's own PCG64 reached by
+  ``advance``, so each thread draws its own stretches, two at a time to overlap their state
+  chains.
 * **The same float operations, in the same order**: ``x = u_b - u_a``, ``exp(x)``, ``+ 1``,
   ``-K' / (.)``, ``+ K' S_a``, ``u_a + d``, ``u_b - d`` (see the reference).
 * **The same exp**: ``portable_exp`` (glibc's table-driven algorithm without fused multiply-adds,
@@ -20,6 +23,12 @@ returns bit-for-bit the same ratings. Three things make that possible:
   :func:`exp_matches_numpy` compares the two on a fixed sample of 400,000 arguments (every table
   slot, tiny, huge and boundary values); should they differ in a single bit, ratings fall back to
   the reference.
+
+Work is split between threads by rounds for rating and by stretches of the stream for drawing;
+each thread draws its share of the next block of draws and then rates its rounds of the current
+one, so both stay busy. :func:`_elo_block` advances 128 rounds at a time: a scalar loop writes
+back each round's two new ratings of the previous step and gathers the next two, and a loop
+that LLVM vectorises computes the updates (the exp, the division) over those rounds.
 
 No Django here: numpy and numba only.
 """

@@ -12,6 +12,7 @@ from evaluation.core.ratings import (
     bootstrap_online_elo_reference,
     compute_ratings,
     encode_battles,
+    online_elo_bootstrap_indices,
 )
 
 WINNERS = ["model_a", "model_b", "tie", "tie (bothbad)"]
@@ -44,6 +45,29 @@ def test_compiled_bootstrap_equals_the_reference_bit_for_bit(n, m, rounds, seed,
     ours = bootstrap_online_elo(battles, rounds, seed, threads=threads)
     reference = bootstrap_online_elo_reference(battles, rounds, seed)
     np.testing.assert_array_equal(ours, reference)  # NaN where a model was not drawn, in both
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rating_gaps_beyond_the_exp_table_take_the_exact_fallback(threads):
+    # K = 40,000 Elo points per battle: rating gaps pass 88,000 points (|u_b - u_a| >= 512, where
+    # the portable exp is inf or 0) within a few battles, in some rounds and steps but not others.
+    battles = encode_battles(random_battles(np.random.default_rng(2), 300, 5))
+    ours = bootstrap_online_elo(battles, 50, seed=8, k=40_000.0, threads=threads)
+    reference = bootstrap_online_elo_reference(battles, 50, seed=8, k=40_000.0)
+    np.testing.assert_array_equal(ours, reference)
+    # Replaying the rounds shows both paths were taken.
+    k_unit = 40_000.0 * np.log(10.0) / 400.0
+    gaps = []
+    for drawn_battles in online_elo_bootstrap_indices(300, 50, seed=8):
+        u = np.zeros(5)
+        for i in drawn_battles:
+            a, b = battles.a[i], battles.b[i]
+            gaps.append(u[b] - u[a])
+            d = -k_unit / (portable_exp(np.array([gaps[-1]]))[0] + 1.0) + battles.score_a[i] * k_unit
+            u[a] += d
+            u[b] -= d
+    outside = (np.abs(gaps) >= 512).sum()
+    assert 10 < outside < len(gaps) - 10
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
