@@ -137,7 +137,7 @@ _MASK64 = (1 << 64) - 1
 _PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645
 _PCG_MULT_HI = np.uint64(_PCG_MULT >> 64)
 _PCG_MULT_LO = np.uint64(_PCG_MULT & _MASK64)
-_U0, _U1, _U8, _U16, _U32, _U58, _U63, _U64 = (np.uint64(v) for v in (0, 1, 8, 16, 32, 58, 63, 64))
+_U0, _U1, _U16, _U32, _U58, _U63, _U64 = (np.uint64(v) for v in (0, 1, 16, 32, 58, 63, 64))
 _LOW32 = np.uint64(0xFFFFFFFF)
 _LOW16 = np.uint64(0xFFFF)
 
