@@ -215,7 +215,16 @@ def bench_size(n: int, rounds: int, baseline_rounds: int, rows: list, notes: lis
     difference = max(
         max_difference(dict(zip(battles.models, ours_rounds[r])), base_rounds[r]) for r in range(baseline_rounds)
     )
-    t_ours, compiled = timed(lambda: bootstrap_online_elo(battles, rounds, seed=SEED), repeats=1 if n >= 100_000 else 5)
+    # CPU seconds of one run too (all threads): on a shared machine they say more than the wall time.
+    from evaluation.core.elo_bootstrap import default_threads
+
+    cpu_start, wall_start = time.process_time(), time.perf_counter()
+    compiled = bootstrap_online_elo(battles, rounds, seed=SEED)
+    cpu, t_ours = time.process_time() - cpu_start, time.perf_counter() - wall_start
+    notes.append(f"n={n:,}: compiled online-Elo bootstrap ({rounds} rounds), one run: {t_ours:.2f} s wall, "
+                 f"{cpu:.2f} s CPU on {default_threads()} threads ({cpu / (n * rounds) * 1e9:.1f} ns of CPU per Elo update)")
+    if n < 100_000:
+        t_ours, compiled = timed(lambda: bootstrap_online_elo(battles, rounds, seed=SEED))
     rows.append((n, f"online Elo + {rounds} bootstrap", t_base * rounds / baseline_rounds, t_ours, difference))
     # The same computation by the numpy reference (all rounds side by side, numpy calls per step),
     # which the compiled kernels must match exactly.

@@ -12,6 +12,7 @@ from evaluation.core.ratings import (
     bootstrap_online_elo_reference,
     compute_ratings,
     encode_battles,
+    online_elo_bootstrap_indices,
 )
 
 WINNERS = ["model_a", "model_b", "tie", "tie (bothbad)"]
@@ -44,6 +45,29 @@ def test_compiled_bootstrap_equals_the_reference_bit_for_bit(n, m, rounds, seed,
     ours = bootstrap_online_elo(battles, rounds, seed, threads=threads)
     reference = bootstrap_online_elo_reference(battles, rounds, seed)
     np.testing.assert_array_equal(ours, reference)  # NaN where a model was not drawn, in both
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rating_gaps_beyond_the_exp_table_take_the_exact_fallback(threads):
+    # K = 40,000 Elo points per battle: rating gaps pass 88,000 points (|u_b - u_a| >= 512, where
+    # the portable exp is inf or 0) within a few battles, in some rounds and steps but not others.
+    battles = encode_battles(random_battles(np.random.default_rng(2), 300, 5))
+    ours = bootstrap_online_elo(battles, 50, seed=8, k=40_000.0, threads=threads)
+    reference = bootstrap_online_elo_reference(battles, 50, seed=8, k=40_000.0)
+    np.testing.assert_array_equal(ours, reference)
+    # Replaying the rounds shows both paths were taken.
+    k_unit = 40_000.0 * np.log(10.0) / 400.0
+    gaps = []
+    for drawn_battles in online_elo_bootstrap_indices(300, 50, seed=8):
+        u = np.zeros(5)
+        for i in drawn_battles:
+            a, b = battles.a[i], battles.b[i]
+            gaps.append(u[b] - u[a])
+            d = -k_unit / (portable_exp(np.array([gaps[-1]]))[0] + 1.0) + battles.score_a[i] * k_unit
+            u[a] += d
+            u[b] -= d
+    outside = (np.abs(gaps) >= 512).sum()
+    assert 10 < outside < len(gaps) - 10
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -105,3 +129,41 @@ def test_the_portable_exp_at_the_edges():
     assert np.isnan(out[-3])
     assert out[0] == 1.0 and out[1] == 1.0 and out[-2] == np.inf and out[-1] == 0.0
     np.testing.assert_array_max_ulp(out[:6], np.exp(x[:6]), maxulp=1)
+
+
+def drawn(stream, counts, segments=None):
+    """The logical draws of consecutive blocks of ``counts`` draws, generated part by part."""
+    out = []
+    for count in counts:
+        block = stream.block(count)
+        for part in range(stream.pairs):
+            block.generate(part)
+        block.finish()
+        out.append(block.logical(0, count))
+        if segments is not None:
+            segments.append(block.length.shape[0])
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("pairs", [1, 3])
+def test_the_compiled_stream_draws_numpys_indices(pairs):
+    # An identity cell table makes the cells the battle indices themselves. 2^32 mod n = 4,999,978
+    # here: about one word in 860 is rejected, so every block skips some.
+    n = 5_000_011
+    counts = [1, 2, 77, 100_000, 3, 250_001, 64]
+    stream = elo_bootstrap._DrawStream(99, n, np.arange(n, dtype=np.int32), pairs)
+    expected = np.random.default_rng(99).integers(0, n, size=sum(counts))
+    np.testing.assert_array_equal(drawn(stream, counts), expected)
+
+
+def test_the_stream_tops_up_a_block_short_of_draws():
+    # Planning with too high an acceptance rate leaves every block short; the top-up draws on
+    # from where the block's stretches end.
+    n = 5_000_011
+    stream = elo_bootstrap._DrawStream(3, n, np.arange(n, dtype=np.int32), 2)
+    stream.accept = 8.0
+    counts = [10_000, 5, 30_000]
+    expected = np.random.default_rng(3).integers(0, n, size=sum(counts))
+    segments = []
+    np.testing.assert_array_equal(drawn(stream, counts, segments), expected)
+    assert segments[0] > 1 + 2 * 2 and segments[2] > 1 + 2 * 2  # kept draws, 4 stretches, top-ups
