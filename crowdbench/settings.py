@@ -335,7 +335,11 @@ CACHE_URL = os.environ.get("CACHE_URL", "")
 if CACHE_URL:
     if not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured(f"CACHE_URL must be a redis:// URL, got {CACHE_URL!r}")
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+    # While Redis does not answer, the cache degrades to a miss (crowdbench/cache.py); the timeouts
+    # bound what a hung Redis costs each request.
+    _cache_timeout = env_number("CACHE_SOCKET_TIMEOUT", "1", float)
+    CACHES = {"default": {"BACKEND": "crowdbench.cache.ResilientRedisCache", "LOCATION": CACHE_URL,
+                          "OPTIONS": {"socket_connect_timeout": _cache_timeout, "socket_timeout": _cache_timeout}}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Sessions are read from the cache and written through to the database: no session query per request
@@ -343,6 +347,8 @@ else:
 # the server (signed cookies could not be revoked). Several server processes share it through Redis.
 SESSION_ENGINE = os.environ.get("SESSION_ENGINE", "django.contrib.sessions.backends.cached_db")
 RATELIMIT_ENABLE = env_bool("RATE_LIMITS_ENABLED", True)
+# With the cache unavailable no count can be kept: requests pass rather than all being refused.
+RATELIMIT_FAIL_OPEN = env_bool("RATE_LIMITS_FAIL_OPEN", True)
 # The request header carrying the client address behind a proxy, e.g. HTTP_X_REAL_IP (else REMOTE_ADDR).
 RATELIMIT_IP_META_KEY = os.environ.get("RATE_LIMIT_ADDRESS_HEADER") or None
 # "<count>/<s|m|h|d>" per client address and per worker (the logged-in user, a provider page's task

@@ -6,6 +6,7 @@ it disturbs nothing else on the machine.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import secrets
 import shutil
@@ -232,3 +233,13 @@ def children(pid: int) -> list[int]:
         if int(fields[1]) == pid and fields[0] != "Z":
             found.append(int(stat.split("/")[2]))
     return sorted(found)
+
+
+def harness_command(env: dict, *args: str, stdin: str = "") -> dict:
+    """``python -m harness ARGS`` against the database of ``env`` (see ``harness/__main__.py``)."""
+
+    done = subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, env=env, input=stdin,
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"python -m harness {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout)
