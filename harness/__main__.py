@@ -1,7 +1,7 @@
 """The crowd set-up and check against the database of ``DATABASE_URL``, for callers whose own process is
 connected elsewhere (e.g. a test on a private PostgreSQL cluster). JSON out on stdout:
 
-    python -m harness build-round --items 60 --overlap 2 --workers 8   → {"round": 1, "usernames": [...]}
+    python -m harness build-round --items 60 --overlap 2 --workers 8 [--migrate]   → {"round": 1, "usernames": [...]}
     python -m harness check-integrity --round 1 --overlap 2 --items 60 < acknowledged.json   → {...}
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ def main() -> None:
     build.add_argument("--items", type=int, required=True)
     build.add_argument("--overlap", type=int, required=True)
     build.add_argument("--workers", type=int, required=True)
+    build.add_argument("--migrate", action="store_true", help="migrate the database first (one start-up for both)")
     check = commands.add_parser("check-integrity")
     check.add_argument("--round", type=int, required=True)
     check.add_argument("--overlap", type=int, required=True)
@@ -32,6 +33,10 @@ def main() -> None:
     from .crowd import build_round, check_integrity
 
     if args.command == "build-round":
+        if args.migrate:
+            from django.core.management import call_command
+
+            call_command("migrate", verbosity=0)
         round, usernames = build_round(items=args.items, overlap=args.overlap, workers=args.workers)
         json.dump({"round": round.pk, "usernames": usernames}, sys.stdout)
     else:

@@ -172,7 +172,7 @@ class Crowd:
     """``usernames`` working a round in threads, each logging in, then "next → submit" until nothing is
     left, retrying through faults; ``start``, then ``join`` for the report."""
 
-    def __init__(self, base_url: str, usernames: list[str], round_id: int, *, seconds: float = 120):
+    def __init__(self, base_url: str, usernames: list[str], round_id: int, *, seconds: float = 240):
         self.report = CrowdReport()
         deadline = time.monotonic() + seconds
         self.threads = [threading.Thread(target=self._run, args=(base_url, name, round_id, deadline), daemon=True)
@@ -190,7 +190,7 @@ class Crowd:
             thread.start()
         return self
 
-    def wait_for_acknowledged(self, count: int, *, seconds: float = 120) -> None:
+    def wait_for_acknowledged(self, count: int, *, seconds: float = 180) -> None:
         deadline = time.monotonic() + seconds
         while self.report.count_acknowledged() < count:
             if not any(thread.is_alive() for thread in self.threads):
@@ -200,7 +200,7 @@ class Crowd:
                 raise TimeoutError(f"fewer than {count} acknowledged submissions within {seconds:g} s")
             time.sleep(0.05)
 
-    def join(self, *, seconds: float = 180) -> CrowdReport:
+    def join(self, *, seconds: float = 300) -> CrowdReport:
         deadline = time.monotonic() + seconds
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))

@@ -75,7 +75,7 @@ def gunicorn(tmp_path, static_root):
 
     def start(*, database_url: str, **extra: str) -> Gunicorn:
         env = server_environment(database_url=database_url, static_root=static_root,
-                                 WEB_CONCURRENCY=str(PROCESSES), GUNICORN_THREADS=str(THREADS), **extra)
+                                 **{"WEB_CONCURRENCY": str(PROCESSES), "GUNICORN_THREADS": str(THREADS), **extra})
         server = Gunicorn(env, tmp_path / f"gunicorn-{len(servers)}.log")
         servers.append(server)
         return server

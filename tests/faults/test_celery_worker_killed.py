@@ -54,7 +54,7 @@ def broker(settings):
 @pytest.fixture
 def fake_llm():
     # Slow enough answers that the worker is killed with most of the batch still to do.
-    with FakeOpenAIServer(responder=judge_responder, models=(MODEL,), latency=0.15) as server:
+    with FakeOpenAIServer(responder=judge_responder, models=(MODEL,), latency=0.2) as server:
         yield server
 
 

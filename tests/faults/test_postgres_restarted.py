@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from harness.crowd import Crowd, intact
-from harness.processes import PrivatePostgres, create_database, harness_command, manage, server_environment, wait_for
+from harness.processes import PrivatePostgres, create_database, harness_command, server_environment, wait_for
 
-from .conftest import PROCESSES, assert_no_server_errors
+from .conftest import assert_no_server_errors
 
 pytestmark = pytest.mark.postgres
 
@@ -35,12 +35,11 @@ def private_postgres():
 def test_gunicorn_rides_out_a_postgres_restart(private_postgres, gunicorn, static_root):
     url = create_database(private_postgres.admin_url, "crowdbench")
     env = server_environment(database_url=url, static_root=static_root)
-    manage(env, "migrate", "-v", "0")
-    built = harness_command(env, "build-round", "--items", str(ITEMS), "--overlap", str(OVERLAP),
+    built = harness_command(env, "build-round", "--migrate", "--items", str(ITEMS), "--overlap", str(OVERLAP),
                             "--workers", str(WORKERS))
-    server = gunicorn(database_url=url)
+    server = gunicorn(database_url=url, WEB_CONCURRENCY="1")
     processes = server.workers()
-    assert len(processes) == PROCESSES
+    assert len(processes) == 1
 
     crowd = Crowd(server.base_url, built["usernames"], built["round"]).start()
     crowd.wait_for_acknowledged(10)
