@@ -59,9 +59,16 @@ def start_run(*, project, user, kind: str, model: str, budget_usd, parameters: d
 
 
 def enqueue(run_id: int) -> None:
+    from kombu.exceptions import OperationalError as BrokerUnavailable
+
     from .tasks import execute_run_task
 
-    execute_run_task.delay(run_id=run_id)
+    try:
+        execute_run_task.delay(run_id=run_id)
+    except BrokerUnavailable:
+        # The run is stored as queued: the sweep hands it out once the broker is back.
+        logger.warning("step run %s: the task broker does not answer; the run stays queued until "
+                       "resume_step_runs hands it out", run_id)
 
 
 def execute_run(run_id: int) -> StepRun:

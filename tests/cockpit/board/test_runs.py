@@ -13,7 +13,7 @@ from django.utils import timezone
 from datasets_app.models import Instance, ReferenceCandidate
 from llm.models import LLMRun
 from stepruns.models import StepRun
-from stepruns.services import execute_run, resume_stale_runs
+from stepruns.services import execute_run, resume_stale_runs, start_run
 
 from ..conftest import PASSWORD
 from .conftest import MODEL, project_instance
@@ -237,3 +237,28 @@ def test_resume_step_runs_carries_on_runs_whose_worker_is_gone(project, research
     queued.refresh_from_db()
     assert queued.status == StepRun.Status.SUCCEEDED and queued.attempts == 1
     assert execute_run(queued.pk).status == StepRun.Status.SUCCEEDED  # a late copy of its task changes nothing
+
+
+def test_a_run_started_while_the_broker_is_down_stays_queued_for_the_sweep(
+        project, researcher, awaiting, llm_settings, caplog, django_capture_on_commit_callbacks):
+    from crowdbench.celery import app
+    from harness.processes import free_port
+    from tests.pipeline.test_celery_worker import _forget_connections
+
+    dead = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager", "broker_connection_retry",
+                                             "task_publish_retry")}
+    llm_settings.CELERY_TASK_ALWAYS_EAGER = False
+    app.conf.update(broker_url=dead, task_always_eager=False, task_publish_retry=False)
+    _forget_connections()
+    try:
+        with caplog.at_level("WARNING", logger="stepruns.services"), \
+                django_capture_on_commit_callbacks(execute=True):
+            run = start_run(project=project, user=researcher, kind="generate_references", model=MODEL,
+                            budget_usd="1")
+    finally:
+        app.conf.update(saved)
+        _forget_connections()
+    run.refresh_from_db()
+    assert run.status == StepRun.Status.QUEUED
+    assert f"step run {run.pk}: the task broker does not answer" in caplog.text
