@@ -262,3 +262,21 @@ def test_a_run_started_while_the_broker_is_down_stays_queued_for_the_sweep(
     run.refresh_from_db()
     assert run.status == StepRun.Status.QUEUED
     assert f"step run {run.pk}: the task broker does not answer" in caplog.text
+
+
+def test_a_task_for_a_run_a_live_worker_holds_leaves_it_alone(project, researcher, llm_settings, monkeypatch):
+    from stepruns.tasks import execute_run_task
+
+    held = StepRun.objects.create(project=project, kind="generate_references", model=MODEL, created_by=researcher,
+                                  budget_usd=Decimal("1"), status=StepRun.Status.RUNNING, attempts=1,
+                                  started_at=timezone.now(), heartbeat_at=timezone.now())
+    # In-process there is no later: the copy returns at once.
+    assert execute_run_task.delay(run_id=held.pk).get() == {"run_id": held.pk, "status": "held elsewhere"}
+    # In a worker (called outside an eager apply) it asks again once the holder would count as gone.
+    asked = {}
+    monkeypatch.setattr(execute_run_task, "retry", lambda **kwargs: asked.update(kwargs) or RuntimeError("retry"))
+    with pytest.raises(RuntimeError, match="retry"):
+        execute_run_task.run(run_id=held.pk)
+    assert asked == {"countdown": llm_settings.STEP_RUN_STALE_SECONDS}
+    held.refresh_from_db()
+    assert (held.status, held.attempts) == (StepRun.Status.RUNNING, 1)
