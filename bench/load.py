@@ -26,22 +26,24 @@ import os
 import random
 import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
-PASSWORD = "load-bench-pass-12345"
+sys.path.insert(0, str(ROOT))
+
+from harness.crowd import build_round, check_integrity, log_in  # noqa: E402
+from harness.processes import (  # noqa: E402
+    create_database, database_url, drop_database, free_port, manage, server_environment, start_gunicorn, stop_group,
+    wait_until_up,
+)
+
 TARGET_RATIO = 0.4
 TARGET_P99_MS = 250.0
 
@@ -60,17 +62,6 @@ def parse_args():
     return parser.parse_args()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def database_url(admin_url: str, name: str) -> str:
-    parts = urlsplit(admin_url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
@@ -81,75 +72,7 @@ def summary(latencies: list[float], seconds: float) -> dict:
             "p50": percentile(latencies, 50) * 1000, "p99": percentile(latencies, 99) * 1000}
 
 
-# --- set-up in this process (Django against the bench database) -----------------------------------
-
-
-def build_round(*, items: int, overlap: int, workers: int):
-    from django.conf import settings
-    from django.contrib.auth.models import Group, User
-    from django.contrib.auth.hashers import make_password
-
-    from annotation import services
-    from datasets_app.instance_status import new_instance
-    from datasets_app.models import Instance, InstructionFamily, ModelOutput, Source
-
-    family = InstructionFamily.objects.create(name="Load family", description="Load bench.",
-                                              seed_instruction="Describe the scene.", seed_response="A scene.")
-    instances = Instance.objects.bulk_create([
-        new_instance(family=family, instruction=f"Describe scene {n}.", source=Source.RESEARCHER,
-                     status=Instance.Status.AWAITING_VERIFICATION,
-                     content_key=Instance.compute_content_key(family.name, f"Describe scene {n}.", []))
-        for n in range(items)
-    ])
-    outputs = ModelOutput.objects.bulk_create([
-        ModelOutput(instance=instance, model_name=name, text=f"{name} answers scene {instance.pk}.")
-        for instance in instances for name in ("model-a", "model-b")
-    ])
-    pairs = [(outputs[2 * n], outputs[2 * n + 1]) for n in range(items)]
-    round = services.create_round(name="Load round", task_type="pairwise", workers_per_item=overlap,
-                                  time_limit_seconds=600)
-    services.add_items(round=round, targets=pairs)
-    services.open_round(round=round)
-    group, _ = Group.objects.get_or_create(name=settings.ANNOTATION_WORKER_GROUP)
-    hashed = make_password(PASSWORD)
-    users = User.objects.bulk_create([User(username=f"load{n}", password=hashed) for n in range(workers)])
-    group.user_set.add(*users)
-    return round, [user.username for user in users]
-
-
-def check_integrity(*, round_id: int, acknowledged: list[int], overlap: int, items: int) -> dict:
-    from django.db.models import Count
-
-    from annotation.models import Assignment, WorkItem
-
-    submitted = Assignment.objects.filter(round_id=round_id, status=Assignment.Status.SUBMITTED)
-    stored = set(submitted.values_list("pk", flat=True))
-    acked = Counter(acknowledged)
-    per_item_worker = (submitted.values("item", "worker").annotate(n=Count("pk")).filter(n__gt=1).count())
-    over_assigned = (Assignment.objects.holding_a_slot().filter(round_id=round_id).values("item")
-                     .annotate(n=Count("pk")).filter(n__gt=overlap).count())
-    return {
-        "acknowledged": len(acked),
-        "acknowledged twice": sum(1 for n in acked.values() if n > 1),
-        "stored": len(stored),
-        "lost (acknowledged, not stored)": len(set(acked) - stored),
-        "stored, not acknowledged": len(stored - set(acked)),
-        "stored twice (item, worker)": per_item_worker,
-        "items over-assigned": over_assigned,
-        "items complete": WorkItem.objects.filter(round_id=round_id, completed_at__isnull=False).count(),
-        "items": items,
-    }
-
-
 # --- the simulated crowd --------------------------------------------------------------------------
-
-
-def log_in(client: httpx.Client, username: str) -> None:
-    client.get("/accounts/login/")
-    response = client.post("/accounts/login/", data={
-        "username": username, "password": PASSWORD, "csrfmiddlewaretoken": client.cookies["csrftoken"]})
-    if response.status_code != 302:
-        raise RuntimeError(f"login of {username} failed: {response.status_code}")
 
 
 def work(base_url: str, username: str, round_id: int, barrier: threading.Barrier, out: dict, lock) -> None:
@@ -207,44 +130,21 @@ def hammer(base_url: str, path: str, total: int, threads: int) -> list[float]:
     return latencies
 
 
-def wait_until_up(base_url: str, server: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError("gunicorn exited during start-up")
-        try:
-            if httpx.get(f"{base_url}/health/", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("gunicorn did not answer /health/ within 300 s")
-
-
 def main() -> int:
     args = parse_args()
     name = f"cb_load_{os.getpid()}_{secrets.token_hex(3)}"
     url = database_url(args.postgres, name)
-    env = {
-        **os.environ, "DATABASE_URL": url, "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50),
-        "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_SSL_REDIRECT": "0", "SESSION_COOKIE_SECURE": "0",
-        "CSRF_COOKIE_SECURE": "0", "SECURE_HSTS_SECONDS": "0", "RATE_LIMITS_ENABLED": "0",
-        "CACHE_URL": args.cache_url, "LOG_LEVEL": "WARNING",
-        # DEBUG off serves collected, hashed static files: the login page needs them.
-        "STATIC_ROOT": tempfile.mkdtemp(prefix="cb-load-static-"),
-    }
-    env.pop("TEST_DATABASE_NAME", None)
+    env = server_environment(database_url=url, cache_url=args.cache_url,
+                             static_root=tempfile.mkdtemp(prefix="cb-load-static-"))
     if args.processes:
         env["WEB_CONCURRENCY"] = str(args.processes)
     if args.threads:
         env["GUNICORN_THREADS"] = str(args.threads)
-    with psycopg.connect(args.postgres, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+    create_database(args.postgres, name)
     server = None
     try:
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
-        subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env,
-                       check=True)
+        manage(env, "migrate", "-v", "0")
+        manage(env, "collectstatic", "--noinput", "-v", "0")
         os.environ.update({"DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "crowdbench.settings", "DEBUG": "1"})
         os.environ.pop("TEST_DATABASE_NAME", None)
         sys.path.insert(0, str(ROOT))
@@ -258,9 +158,7 @@ def main() -> int:
 
         port = free_port()
         base_url = f"http://127.0.0.1:{port}"
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "crowdbench.wsgi"],
-            cwd=ROOT, env={**env, "GUNICORN_BIND": f"127.0.0.1:{port}"}, start_new_session=True)
+        server = start_gunicorn(env, port)
         wait_until_up(base_url, server)
 
         hammer(base_url, "/health/", args.workers * 4, args.workers)  # warm every process and connection
@@ -288,10 +186,8 @@ def main() -> int:
         connection.close()
     finally:
         if server is not None:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=60)
-        with psycopg.connect(args.postgres, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            stop_group(server)
+        drop_database(args.postgres, name)
         shutil.rmtree(env["STATIC_ROOT"], ignore_errors=True)
 
     ratio = submit_path["rate"] / trivial["rate"]

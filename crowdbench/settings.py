@@ -260,6 +260,20 @@ CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# Long tasks one at a time per pool process: a task taken is a task run (step runs ack late, stepruns/tasks.py).
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A task not acknowledged this many seconds after it was handed out (its worker is gone) is handed out
+# again by the Redis broker. Longer than any task runs: a step run handed out while its worker is
+# alive is refused by its heartbeat (below) and asked again later, so a short value costs wasted
+# deliveries, never a second run.
+CELERY_VISIBILITY_TIMEOUT = env_number("CELERY_VISIBILITY_TIMEOUT", "3600", int)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+# A background step run's worker stamps it every STEP_RUN_HEARTBEAT_SECONDS; a run unstamped for
+# STEP_RUN_STALE_SECONDS lost its worker and another may take it over (stepruns/lifecycle.py).
+STEP_RUN_HEARTBEAT_SECONDS = env_number("STEP_RUN_HEARTBEAT_SECONDS", "30", float)
+STEP_RUN_STALE_SECONDS = env_number("STEP_RUN_STALE_SECONDS", "300", float)
+if STEP_RUN_STALE_SECONDS <= 2 * STEP_RUN_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured("STEP_RUN_STALE_SECONDS must be more than twice STEP_RUN_HEARTBEAT_SECONDS")
 
 # Logs go to stderr: plain lines by default, JSON lines with LOG_FORMAT=json (one object per line
 # with time, level, logger, message and request_id). Request ids come from django-guid: a valid
@@ -336,7 +350,11 @@ CACHE_URL = os.environ.get("CACHE_URL", "")
 if CACHE_URL:
     if not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured(f"CACHE_URL must be a redis:// URL, got {CACHE_URL!r}")
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+    # While Redis does not answer, the cache degrades to a miss (crowdbench/cache.py); the timeouts
+    # bound what a hung Redis costs each request.
+    _cache_timeout = env_number("CACHE_SOCKET_TIMEOUT", "1", float)
+    CACHES = {"default": {"BACKEND": "crowdbench.cache.ResilientRedisCache", "LOCATION": CACHE_URL,
+                          "OPTIONS": {"socket_connect_timeout": _cache_timeout, "socket_timeout": _cache_timeout}}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Sessions are read from the cache and written through to the database: no session query per request
@@ -344,6 +362,8 @@ else:
 # the server (signed cookies could not be revoked). Several server processes share it through Redis.
 SESSION_ENGINE = os.environ.get("SESSION_ENGINE", "django.contrib.sessions.backends.cached_db")
 RATELIMIT_ENABLE = env_bool("RATE_LIMITS_ENABLED", True)
+# With the cache unavailable no count can be kept: requests pass rather than all being refused.
+RATELIMIT_FAIL_OPEN = env_bool("RATE_LIMITS_FAIL_OPEN", True)
 # The request header carrying the client address behind a proxy, e.g. HTTP_X_REAL_IP (else REMOTE_ADDR).
 RATELIMIT_IP_META_KEY = os.environ.get("RATE_LIMIT_ADDRESS_HEADER") or None
 # "<count>/<s|m|h|d>" per client address and per worker (the logged-in user, a provider page's task

@@ -26,6 +26,8 @@ urlpatterns = [
 
 # Unknown addresses under /api/ answer JSON, like every other API error.
 handler404 = "crowdbench.views.not_found"
+# An unreachable database (restarting, failing over) answers 503 with Retry-After, never a 500.
+handler500 = "crowdbench.views.server_error"
 
 if settings.DEBUG:
     urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)

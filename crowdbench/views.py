@@ -1,13 +1,16 @@
 import logging
+import sys
 
 from django.core.cache import cache
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from django.views.defaults import page_not_found
+from django.views.defaults import page_not_found, server_error as default_server_error
+
+from .middleware import refusal
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +30,24 @@ def not_found(request, exception=None):
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
     return page_not_found(request, exception)
+
+
+# Seconds a client is asked to wait when the database does not answer (a restart takes a few).
+DATABASE_RETRY_AFTER = 5
+
+
+def server_error(request):
+    """500 for a bug; 503 with ``Retry-After`` while the database does not answer.
+
+    Django calls this for any exception a view or a middleware let through, so a database that is
+    restarting is one answer here wherever the connection broke (the session, the user, the view).
+    ``OperationalError`` also covers deadlocks and serialization failures: asking again is right there too.
+    """
+    error = sys.exc_info()[1]
+    if isinstance(error, (OperationalError, InterfaceError)):
+        return refusal(request, "The service is briefly unavailable; please try again in a few seconds.", 503,
+                       headers={"Retry-After": str(DATABASE_RETRY_AFTER)})
+    return default_server_error(request)
 
 
 def _reachable(check) -> bool:

@@ -40,6 +40,10 @@ class StepRun(models.Model):
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="Last sign of life of the worker carrying the run.")
+    attempts = models.PositiveIntegerField(default=0, help_text="Workers that took the run (more than one "
+                                                                "after a worker was lost).")
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

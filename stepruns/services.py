@@ -7,9 +7,11 @@ kind's service with progress callbacks and records the outcome through ``lifecyc
 from __future__ import annotations
 
 import logging
-from decimal import Decimal, InvalidOperation
+import threading
+from decimal import ROUND_DOWN, Decimal, InvalidOperation
 
-from django.db import transaction
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
 
 from crowdbench.errors import ServiceError
 from llm.config import LLMNotConfigured, configured_models, unpriced
@@ -23,6 +25,7 @@ logger = logging.getLogger(__name__)
 
 BUDGET_DECIMAL_PLACES = 6  # StepRun.budget_usd and LLMRun.budget_usd
 MAX_BUDGET_USD = Decimal("1000000")
+BUDGET_STEP = Decimal(1).scaleb(-BUDGET_DECIMAL_PLACES)
 
 
 def clean_budget(value) -> Decimal:
@@ -59,15 +62,34 @@ def start_run(*, project, user, kind: str, model: str, budget_usd, parameters: d
 
 
 def enqueue(run_id: int) -> None:
+    from kombu.exceptions import OperationalError as BrokerUnavailable
+
     from .tasks import execute_run_task
 
-    execute_run_task.delay(run_id=run_id)
+    try:
+        execute_run_task.delay(run_id=run_id)
+    except BrokerUnavailable:
+        # The run is stored as queued: the sweep hands it out once the broker is back.
+        logger.warning("step run %s: the task broker does not answer; the run stays queued until "
+                       "resume_step_runs hands it out", run_id)
 
 
 def execute_run(run_id: int) -> StepRun:
-    """Carry out a queued run: queued → running → succeeded / stopped (budget) / failed."""
-    run = lifecycle.begin(StepRun.objects.select_related("project").get(pk=run_id))
+    """Carry out a run: queued → running → succeeded / stopped (budget) / failed.
+
+    A running run whose worker is gone (stale heartbeat: the broker handed its task out again, or
+    ``resume_stale_runs`` queued it again) is taken over and carried on; a finished one is left as
+    it is. Raises ``RunConflict`` when a live worker holds the run."""
+    run = StepRun.objects.select_related("project").get(pk=run_id)
+    if not run.is_active:
+        return run
+    run = lifecycle.begin(run) if run.status == StepRun.Status.QUEUED else lifecycle.take_over(run)
     step_kind = KINDS.get(run.kind)
+    # What an earlier attempt spent stays spent: this attempt may use the rest of the budget.
+    spent_before = run.cost_usd
+    budget = run.budget_usd
+    if budget is not None and spent_before:
+        budget = max(budget - spent_before, Decimal(0)).quantize(BUDGET_STEP, rounding=ROUND_DOWN)
 
     def on_requests(count: int) -> None:
         lifecycle.record_progress(run, added=count)
@@ -76,17 +98,63 @@ def execute_run(run_id: int) -> StepRun:
         cost = result.cost_usd if (result.cost_usd is not None and not result.cached) else Decimal(0)
         lifecycle.record_progress(run, answered=1, cost_usd=cost)
 
-    try:
-        outcome = step_kind.execute(project=run.project, model=run.model, budget_usd=run.budget_usd,
-                                    parameters=run.parameters, progress=progress, on_requests=on_requests)
-    except LLMNotConfigured as error:
-        return lifecycle.fail(run, f"The LLM is not configured: {error}")
-    except ServiceError as error:
-        return lifecycle.fail(run, error.message)
-    except Exception as error:  # noqa: BLE001 - the run records that it broke off; the log keeps the trace
-        logger.exception("step run %s (%s) broke off", run.pk, run.kind)
-        return lifecycle.fail(run, f"the step broke off with an internal error ({type(error).__name__}); "
-                                   "see the server log")
+    with Heartbeat(run):
+        try:
+            outcome = step_kind.execute(project=run.project, model=run.model, budget_usd=budget,
+                                        parameters=run.parameters, progress=progress, on_requests=on_requests)
+        except LLMNotConfigured as error:
+            return lifecycle.fail(run, f"The LLM is not configured: {error}")
+        except ServiceError as error:
+            return lifecycle.fail(run, error.message)
+        except Exception as error:  # noqa: BLE001 - the run records that it broke off; the log keeps the trace
+            logger.exception("step run %s (%s) broke off", run.pk, run.kind)
+            return lifecycle.fail(run, f"the step broke off with an internal error ({type(error).__name__}); "
+                                       "see the server log")
     return lifecycle.finish(run, budget_reached=outcome.budget_reached, summary=outcome.summary,
-                            failures=outcome.failures, cost_usd=outcome.spent_usd, result=outcome.result,
-                            llm_run_id=outcome.llm_run_id)
+                            failures=outcome.failures, cost_usd=spent_before + outcome.spent_usd,
+                            result=outcome.result, llm_run_id=outcome.llm_run_id)
+
+
+class Heartbeat:
+    """Stamps the run as alive every ``STEP_RUN_HEARTBEAT_SECONDS`` from a thread of its own, also
+    while a long request is out (progress only stamps when an answer is stored)."""
+
+    def __init__(self, run: StepRun):
+        self.run = run
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"step-run-{run.pk}-heartbeat", daemon=True)
+
+    def _beat(self) -> None:
+        try:
+            while not self.stopped.wait(settings.STEP_RUN_HEARTBEAT_SECONDS):
+                try:
+                    if not lifecycle.heartbeat(self.run):
+                        return
+                except DatabaseError:  # the database is briefly away: the next beat tries again
+                    logger.warning("step run %s: heartbeat not stored", self.run.pk)
+        finally:
+            connection.close()  # this thread's own connection
+
+    def __enter__(self) -> Heartbeat:
+        if not settings.CELERY_TASK_ALWAYS_EAGER:  # in-process runs have no worker to lose
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stopped.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+
+def resume_stale_runs() -> list[int]:
+    """Queue again the runs whose worker is gone (stale heartbeat), and queued runs that no worker
+    took within ``STEP_RUN_STALE_SECONDS`` (their task may have been lost with the broker).
+
+    A worker takes each at most once: a run someone else holds is refused by ``lifecycle``."""
+    stale = list(lifecycle.stale_runs().values_list("pk", flat=True))
+    waiting = list(StepRun.objects.filter(status=StepRun.Status.QUEUED, created_at__lt=lifecycle.stale_before())
+                   .values_list("pk", flat=True))
+    for run_id in stale + waiting:
+        logger.warning("step run %s: its worker is gone or its task was lost; queued again", run_id)
+        enqueue(run_id)
+    return stale + waiting

@@ -1,7 +1,9 @@
 """A step run's status changes only through ``stepruns.lifecycle``, along the drawn edges."""
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 
 from stepruns import lifecycle
 from stepruns.errors import RunConflict
@@ -73,3 +75,32 @@ def test_failure_messages_are_bounded(run):
                      result={}, llm_run_id=None)
     assert len(run.failures) == lifecycle.MAX_FAILURES_KEPT + 1
     assert len(run.failures[0]) == lifecycle.MAX_MESSAGE_CHARACTERS and run.failures[-1] == "… and 50 more"
+
+
+def test_a_run_whose_worker_stopped_beating_is_taken_over_once(run, settings):
+    settings.STEP_RUN_STALE_SECONDS = 60
+    lifecycle.begin(run)
+    lifecycle.record_progress(run, added=4)
+    lifecycle.record_progress(run, answered=3, cost_usd=Decimal("0.2"))
+    assert lifecycle.heartbeat(run) is True
+    with pytest.raises(RunConflict) as held:  # its worker beats: nobody else takes it
+        lifecycle.take_over(StepRun.objects.get(pk=run.pk))
+    assert "live worker" in held.value.message
+    assert list(lifecycle.stale_runs()) == []
+
+    StepRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=61))
+    assert list(lifecycle.stale_runs()) == [run]
+    taken = lifecycle.take_over(StepRun.objects.get(pk=run.pk))
+    assert (taken.status, taken.attempts, taken.done, taken.total) == (StepRun.Status.RUNNING, 2, 0, 0)
+    assert taken.cost_usd == Decimal("0.2")  # what the lost worker spent stays spent
+    with pytest.raises(RunConflict):  # a third worker, a moment later
+        lifecycle.take_over(StepRun.objects.get(pk=run.pk))
+
+
+def test_a_finished_run_stops_beating_and_cannot_be_taken_over(run, settings):
+    settings.STEP_RUN_STALE_SECONDS = 0
+    lifecycle.begin(run)
+    lifecycle.fail(run, "broke off")
+    assert lifecycle.heartbeat(run) is False
+    with pytest.raises(RunConflict):
+        lifecycle.take_over(run)

@@ -1,14 +1,19 @@
 """Step runs started from the board: run in-process without a broker (Celery eager), through the
 same services as the commands, against the local fake OpenAI server; budget stops, failures,
 refusals and permissions."""
+from datetime import timedelta
 from decimal import Decimal
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from datasets_app.models import Instance, ReferenceCandidate
 from llm.models import LLMRun
 from stepruns.models import StepRun
+from stepruns.services import execute_run, resume_stale_runs, start_run
 
 from ..conftest import PASSWORD
 from .conftest import MODEL, PRICES, project_instance
@@ -208,3 +213,77 @@ def test_generate_reviews_for_the_projects_images(owner_client, project, setting
     assert set(generated.values_list("project", flat=True)) == {project.pk}
     assert set(generated.values_list("image", flat=True)) == {imported.image_id}
     assert sorted(run.result["review_set_ids"]) == sorted(generated.values_list("pk", flat=True))
+
+
+def test_resume_step_runs_carries_on_runs_whose_worker_is_gone(project, researcher, awaiting, llm_settings,
+                                                               fake_server):
+    """The sweep queues a stale running run and a queued run no worker took; a live one is left alone.
+    (Killing a real Celery worker mid-run: tests/faults/test_celery_worker_killed.py.)"""
+    llm_settings.STEP_RUN_STALE_SECONDS = 60
+    long_ago = timezone.now() - timedelta(seconds=120)
+    lost = StepRun.objects.create(project=project, kind="generate_references", model=MODEL, created_by=researcher,
+                                  budget_usd=Decimal("1"), status=StepRun.Status.RUNNING, attempts=1,
+                                  started_at=long_ago, heartbeat_at=long_ago, cost_usd=Decimal("0.4"), done=2, total=3)
+    live = StepRun.objects.create(project=project, kind="generate_references", model=MODEL, created_by=researcher,
+                                  budget_usd=Decimal("1"), status=StepRun.Status.RUNNING, attempts=1,
+                                  started_at=long_ago, heartbeat_at=timezone.now())
+    out = StringIO()
+    call_command("resume_step_runs", stdout=out)  # no broker: the run is carried on in-process
+    assert out.getvalue().strip() == f"queued again: {lost.pk}"
+    lost.refresh_from_db()
+    assert (lost.status, lost.attempts, lost.done, lost.total) == (StepRun.Status.SUCCEEDED, 2, 3, 3)
+    llm_run = LLMRun.objects.get(pk=lost.llm_run_id)
+    assert llm_run.budget_usd == Decimal("0.6")  # the rest of the budget
+    assert lost.cost_usd == Decimal("0.4") + llm_run.spent_usd
+    assert StepRun.objects.get(pk=live.pk).attempts == 1
+
+    queued = StepRun.objects.create(project=project, kind="generate_references", model=MODEL, created_by=researcher,
+                                    budget_usd=Decimal("1"))
+    StepRun.objects.filter(pk=queued.pk).update(created_at=long_ago)
+    assert resume_stale_runs() == [queued.pk]
+    queued.refresh_from_db()
+    assert queued.status == StepRun.Status.SUCCEEDED and queued.attempts == 1
+    assert execute_run(queued.pk).status == StepRun.Status.SUCCEEDED  # a late copy of its task changes nothing
+
+
+def test_a_run_started_while_the_broker_is_down_stays_queued_for_the_sweep(
+        project, researcher, awaiting, llm_settings, caplog, django_capture_on_commit_callbacks):
+    from crowdbench.celery import app
+    from harness.processes import free_port
+    from tests.pipeline.test_celery_worker import _forget_connections
+
+    dead = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager", "broker_connection_retry",
+                                             "task_publish_retry")}
+    llm_settings.CELERY_TASK_ALWAYS_EAGER = False
+    app.conf.update(broker_url=dead, task_always_eager=False, task_publish_retry=False)
+    _forget_connections()
+    try:
+        with caplog.at_level("WARNING", logger="stepruns.services"), \
+                django_capture_on_commit_callbacks(execute=True):
+            run = start_run(project=project, user=researcher, kind="generate_references", model=MODEL,
+                            budget_usd="1")
+    finally:
+        app.conf.update(saved)
+        _forget_connections()
+    run.refresh_from_db()
+    assert run.status == StepRun.Status.QUEUED
+    assert f"step run {run.pk}: the task broker does not answer" in caplog.text
+
+
+def test_a_task_for_a_run_a_live_worker_holds_leaves_it_alone(project, researcher, llm_settings, monkeypatch):
+    from stepruns.tasks import execute_run_task
+
+    held = StepRun.objects.create(project=project, kind="generate_references", model=MODEL, created_by=researcher,
+                                  budget_usd=Decimal("1"), status=StepRun.Status.RUNNING, attempts=1,
+                                  started_at=timezone.now(), heartbeat_at=timezone.now())
+    # In-process there is no later: the copy returns at once.
+    assert execute_run_task.delay(run_id=held.pk).get() == {"run_id": held.pk, "status": "held elsewhere"}
+    # In a worker (called outside an eager apply) it asks again once the holder would count as gone.
+    asked = {}
+    monkeypatch.setattr(execute_run_task, "retry", lambda **kwargs: asked.update(kwargs) or RuntimeError("retry"))
+    with pytest.raises(RuntimeError, match="retry"):
+        execute_run_task.run(run_id=held.pk)
+    assert asked == {"countdown": llm_settings.STEP_RUN_STALE_SECONDS}
+    held.refresh_from_db()
+    assert (held.status, held.attempts) == (StepRun.Status.RUNNING, 1)

@@ -1,0 +1,73 @@
+"""Django's Redis cache, degraded to a miss while Redis does not answer.
+
+Nothing in the cache is the only copy of anything (sessions are written through to the database,
+rate-limit counters may restart), so a Redis outage must not stop workers from logging in, fetching
+and submitting. Django's ``RedisCache`` raises on a dead server, and no maintained backend with an
+option to ignore errors (django-redis's ``IGNORE_EXCEPTIONS``) is a dependency, hence this subclass:
+reads miss, writes are dropped, ``add`` reports "not added" and ``incr`` raises ``ValueError`` as for
+a missing key (django-ratelimit then fails open, ``RATELIMIT_FAIL_OPEN``). A warning is logged at
+most once per ``WARNING_INTERVAL`` seconds per process, not once per request. Redis is asked again on
+every call, so the cache is back as soon as Redis is.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+
+from django.core.cache.backends.redis import RedisCache
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+logger = logging.getLogger(__name__)
+
+WARNING_INTERVAL = 60.0
+UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+
+_last_warning = 0.0
+_warning_lock = threading.Lock()
+
+
+def _warn(operation: str, error: Exception) -> None:
+    global _last_warning
+    now = time.monotonic()
+    with _warning_lock:
+        if _last_warning and now - _last_warning < WARNING_INTERVAL:
+            return
+        _last_warning = now
+    # The error's text may name the host; the type is enough to tell an outage from a timeout.
+    logger.warning("the cache (Redis) does not answer (%s on %s); serving without it, warning again in %d s "
+                   "at the earliest", type(error).__name__, operation, WARNING_INTERVAL)
+
+
+def _degraded(fallback):
+    """Run the operation; while Redis does not answer, log (rarely) and return ``fallback(*args)``."""
+    def wrap(method):
+        @functools.wraps(method)
+        def guarded(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except UNAVAILABLE as error:
+                _warn(method.__name__, error)
+                return fallback(*args, **kwargs)
+        return guarded
+    return wrap
+
+
+def _missing_key(key, *args, **kwargs):
+    raise ValueError(f"Key {key!r} not found (the cache is unavailable)")
+
+
+class ResilientRedisCache(RedisCache):
+    add = _degraded(lambda *a, **k: False)(RedisCache.add)
+    get = _degraded(lambda key, default=None, version=None: default)(RedisCache.get)
+    set = _degraded(lambda *a, **k: None)(RedisCache.set)
+    touch = _degraded(lambda *a, **k: False)(RedisCache.touch)
+    delete = _degraded(lambda *a, **k: False)(RedisCache.delete)
+    get_many = _degraded(lambda *a, **k: {})(RedisCache.get_many)
+    has_key = _degraded(lambda *a, **k: False)(RedisCache.has_key)
+    incr = _degraded(_missing_key)(RedisCache.incr)
+    set_many = _degraded(lambda data, *a, **k: list(data))(RedisCache.set_many)
+    delete_many = _degraded(lambda *a, **k: None)(RedisCache.delete_many)
+    clear = _degraded(lambda *a, **k: False)(RedisCache.clear)

@@ -1,0 +1,71 @@
+"""What a request gets while a service is down: the cache degrades to a miss, a database error is a 503.
+
+The live versions (Redis killed, PostgreSQL restarted under gunicorn) are in tests/faults/.
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from django.db import OperationalError
+from django.test import RequestFactory
+
+from crowdbench import cache as resilient
+from crowdbench.cache import ResilientRedisCache
+from crowdbench.views import server_error
+from harness.processes import free_port
+
+
+@pytest.fixture
+def dead_redis_cache(monkeypatch):
+    monkeypatch.setattr(resilient, "_last_warning", 0.0)
+    # Nothing listens on a fresh free port: every call is refused at once.
+    return ResilientRedisCache(f"redis://127.0.0.1:{free_port()}/0",
+                               {"OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}})
+
+
+def test_a_cache_without_redis_misses_drops_writes_and_warns_once(dead_redis_cache, caplog):
+    cache = dead_redis_cache
+    with caplog.at_level(logging.WARNING, logger="crowdbench.cache"):
+        assert cache.get("k") is None and cache.get("k", "fallback") == "fallback"
+        assert cache.add("k", 1, 60) is False
+        assert cache.set("k", 1) is None and cache.get_many(["k", "j"]) == {}
+        assert cache.get_or_set("k", 5) == 5
+        with pytest.raises(ValueError):  # as for a missing key: django-ratelimit then fails open
+            cache.incr("k")
+        cache.delete("k")
+        cache.delete_many(["k"])
+    warnings = [record for record in caplog.records if "does not answer" in record.getMessage()]
+    assert len(warnings) == 1 and "127.0.0.1" not in warnings[0].getMessage()
+
+
+def test_a_rate_limited_request_passes_while_the_cache_is_down(dead_redis_cache, settings, monkeypatch, rf):
+    from django_ratelimit.core import get_usage
+
+    monkeypatch.setattr("django_ratelimit.core.caches", {"default": dead_redis_cache})
+    assert settings.RATELIMIT_FAIL_OPEN is True
+    assert get_usage(rf.post("/"), group="g", key="ip", rate="1/m", increment=True) is None
+    settings.RATELIMIT_FAIL_OPEN = False
+    assert get_usage(rf.post("/"), group="g", key="ip", rate="1/m", increment=True)["should_limit"] is True
+
+
+@pytest.mark.parametrize("path, json_body", [("/api/work/rounds/1/next/", True), ("/work/", False)])
+def test_an_unreachable_database_is_a_503_with_retry_after(path, json_body):
+    request = RequestFactory().post(path)
+    try:
+        raise OperationalError("connection refused")
+    except OperationalError:
+        response = server_error(request)
+    assert response.status_code == 503 and response["Retry-After"] == "5"
+    assert ("try again" in json.loads(response.content)["detail"]) if json_body else (b"try again" in response.content)
+    assert b"connection refused" not in response.content
+
+
+def test_any_other_error_stays_a_500():
+    request = RequestFactory().get("/work/")
+    try:
+        raise KeyError("bug")
+    except KeyError:
+        response = server_error(request)
+    assert response.status_code == 500 and b"bug" not in response.content
