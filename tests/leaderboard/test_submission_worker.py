@@ -5,7 +5,7 @@ import time
 
 import pytest
 from celery.contrib.testing.worker import start_worker
-from kombu import Connection
+from kombu import Connection, Queue
 
 from crowdbench.celery import app
 from leaderboard.models import Submission
@@ -17,7 +17,6 @@ from tests.pipeline.test_celery_worker import BROKER_URL as REDIS_URL, _forget_c
 from .test_submissions import outsider, submit
 
 RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//")
-QUEUE = "crowdbench-leaderboard-test"
 
 
 @pytest.fixture(params=["redis", "rabbitmq"])
@@ -26,16 +25,14 @@ def broker(request, settings):
     with Connection(url) as connection:
         connection.ensure_connection(max_retries=3)  # fails (never skips) when the broker is down
         with connection.channel() as channel:
-            # A queue of the test's own, emptied first: nothing left by another run is consumed.
-            from kombu import Queue
-
-            Queue(QUEUE, channel=channel).declare()
-            Queue(QUEUE, channel=channel).purge()
-    saved = {key: app.conf[key] for key in ("broker_url", "result_backend", "task_always_eager",
-                                            "task_default_queue", "broker_heartbeat")}
+            # The default queue, emptied first: nothing left by another run is consumed.
+            queue = Queue(app.conf.task_default_queue, channel=channel)
+            queue.declare()
+            queue.purge()
+    saved = {key: app.conf[key] for key in ("broker_url", "result_backend", "task_always_eager", "broker_heartbeat")}
     settings.CELERY_BROKER_URL = url
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    app.conf.update(broker_url=url, result_backend=REDIS_URL, task_always_eager=False, task_default_queue=QUEUE,
+    app.conf.update(broker_url=url, result_backend=REDIS_URL, task_always_eager=False,
                     broker_heartbeat=0)  # the test worker stops at once instead of at the next heartbeat
     _forget_connections()
     try:
