@@ -24,7 +24,7 @@ from crowdbench.errors import ServiceError
 
 from . import consent, guardrails
 from .auth import IN_WORKER_GROUP
-from .models import TARGET_COLUMNS, Assignment, CollectionRound, ConsentDecision, Qualification, Worker, WorkItem
+from .models import Assignment, CollectionRound, ConsentDecision, Qualification, Worker, WorkItem
 from .task_types import get_task_type
 from .task_types.base import TaskType
 
@@ -816,17 +816,16 @@ class SubmitOutcome:
     created: bool  # False when the same submission was already stored
 
 
-def _locked_assignment_of(*, assignment_id: Any, worker: Worker, targets: Iterable[str] = ()) -> Assignment:
+def _locked_assignment_of(*, assignment_id: Any, worker: Worker, with_item: bool = True) -> Assignment:
     try:
         assignment_id = int(assignment_id)
     except (TypeError, ValueError):
         raise AssignmentNotFound(_("Unknown assignment.")) from None
     # Lock only the assignment row: locking the joined round or item would serialise everything.
-    # The item comes with every target column's row (the task type is not known before this read),
-    # so checking the item costs no query; the worker is the one in hand.
+    # The worker is the one in hand.
     assignment = (
         Assignment.objects.select_for_update(no_key=True, of=("self",))
-        .select_related("round", "item", *(f"item__{name}" for name in targets))
+        .select_related("round", *(["item"] if with_item else []))
         .filter(pk=assignment_id)
         .order_by()
         .first()
@@ -839,6 +838,20 @@ def _locked_assignment_of(*, assignment_id: Any, worker: Worker, targets: Iterab
     return assignment
 
 
+def _locked_item(*, item_id: int, round: CollectionRound, handler) -> WorkItem:
+    """The item row locked (FOR NO KEY UPDATE, the item only) with its task type's targets, so
+    checking it costs no query. The lock a submission takes to complete the item; taken before the
+    assignment changes, after the assignment's own lock (the order every writer keeps)."""
+    item = (
+        WorkItem.objects.select_for_update(no_key=True, of=("self",))
+        .select_related(*handler.target_fields)
+        .order_by()
+        .get(pk=item_id)
+    )
+    item.round = round
+    return item
+
+
 def submit_assignment(
     *, assignment_id: Any, worker: Worker, data: Any, files: Any = None, now: datetime | None = None
 ) -> SubmitOutcome:
@@ -848,7 +861,10 @@ def submit_assignment(
     """
     now = now or timezone.now()
     with transaction.atomic():
-        assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker, targets=TARGET_COLUMNS)
+        # The item is locked on its own below, with the targets of the round's task type only: joining
+        # every target column here (the type is not known before this read) costs the planner more
+        # than the extra statement.
+        assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker, with_item=False)
         # From here on the assignment is the worker's own: refusals speak its round's language.
         with translation.override(assignment.round.language):
             return _submit_locked(assignment=assignment, worker=worker, data=data, files=files, now=now)
@@ -856,6 +872,7 @@ def submit_assignment(
 
 def _submit_locked(*, assignment: Assignment, worker: Worker, data: Any, files: Any, now: datetime) -> SubmitOutcome:
     handler = get_task_type(assignment.round.task_type)
+    assignment.item = _locked_item(item_id=assignment.item_id, round=assignment.round, handler=handler)
     if assignment.status == Assignment.Status.ASSIGNED and not item_fits(item=assignment.item, handler=handler):
         # Its page gives it back on the next load; an answer to it cannot be checked.
         raise BrokenItem(_("This task cannot be shown and was given back; please take the next one."))
@@ -909,7 +926,7 @@ def _submit_locked(*, assignment: Assignment, worker: Worker, data: Any, files: 
         )
     assignment.full_clean(exclude=_ROWS_IN_HAND, validate_constraints=False)
     assignment.save()
-    _complete_item_if_done(item_id=item.pk, now=now)
+    _complete_item_if_done(item_id=item.pk, now=now, locked=item)
     _qualify_if_passed(round=assignment.round, worker=worker)
     return SubmitOutcome(assignment=assignment, created=True)
 
@@ -940,8 +957,9 @@ def _qualify_if_passed(*, round: CollectionRound, worker: Worker) -> None:
         grant_qualification(worker=worker, project=round.project, source=Qualification.Source.QUALIFYING_ROUND)
 
 
-def _complete_item_if_done(*, item_id: int, now: datetime) -> None:
-    item = (
+def _complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | None = None) -> None:
+    """``locked``: the item, already locked in this transaction (with its round)."""
+    item = locked or (
         WorkItem.objects.select_for_update(no_key=True, of=("self",))
         .select_related("round")
         .order_by()
