@@ -2,7 +2,7 @@
 refusals reach HTTP through the one exception handler (``crowdbench.api_errors``)."""
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 from django.urls import reverse
 from django.utils import translation
 from rest_framework import serializers, status
@@ -67,8 +67,12 @@ class NextTaskView(CrowdWorkAPIView):
     """POST: the worker's open task in the round, or a new one; ``assignment`` is null when none is left."""
 
     def post(self, request, round_id: int):
-        round = get_object_or_404(CollectionRound, pk=round_id)
         worker = self.worker(request)
+        try:
+            # With what the engine, the progress and the warning need about the worker: one query.
+            round = services.read_round_for_worker(round_id=round_id, worker=worker)
+        except CollectionRound.DoesNotExist:
+            raise Http404 from None
         with translation.override(round.language):
             assignment = services.request_assignment(round=round, worker=worker)
             progress = selectors.worker_progress(round=round, worker=worker)
@@ -94,17 +98,12 @@ class SubmitView(CrowdWorkAPIView):
 
     def post(self, request, assignment_id: int):
         worker = self.worker(request)
-        # Only the worker's own assignment picks the language: another's would answer differently from an
-        # unknown id and so tell that it exists.
-        language = (
-            Assignment.objects.filter(pk=assignment_id, worker=worker).values_list("round__language", flat=True)
-            .first() or translation.get_language()
+        # The service answers in the round's language once the assignment proves to be the worker's own.
+        outcome = services.submit_assignment(
+            assignment_id=assignment_id, worker=worker, data=request.data, files=request.FILES
         )
-        with translation.override(language):
-            outcome = services.submit_assignment(
-                assignment_id=assignment_id, worker=worker, data=request.data, files=request.FILES
-            )
-            assignment = outcome.assignment
+        assignment = outcome.assignment
+        with translation.override(assignment.round.language):
             return Response(
                 {
                     "assignment": assignment.pk,

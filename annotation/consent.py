@@ -35,10 +35,17 @@ def consent_required(*, round: CollectionRound) -> bool:
     return bool(round.consent_text.strip())
 
 
-def has_accepted(*, round: CollectionRound, worker: Worker) -> bool:
-    """Whether the worker accepted the round's current study information (True when it has none)."""
+_UNREAD = object()
+
+
+def has_accepted(*, round: CollectionRound, worker: Worker, accepted_sha256=_UNREAD) -> bool:
+    """Whether the worker accepted the round's current study information (True when it has none).
+    ``accepted_sha256``: the hash of the text of the worker's accepting decision in this round (None for
+    none), when the caller read it already (``services.read_round_for_worker``)."""
     if not consent_required(round=round):
         return True
+    if accepted_sha256 is not _UNREAD:
+        return accepted_sha256 == text_hash(round.consent_text)
     return ConsentDecision.objects.filter(
         round=round, worker=worker, accepted=True, text_sha256=text_hash(round.consent_text)
     ).exists()

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
-from .services import _BROKEN_ITEM_ERRORS
+from .services import _BROKEN_ITEM_ERRORS, worker_facts
 from .task_types import get_task_type, task_types_yielding
 
 logger = logging.getLogger(__name__)
@@ -84,12 +84,15 @@ def ranking_judgments(round: CollectionRound | None = None, *, project=None,
 
 def worker_progress(*, round: CollectionRound, worker: Worker) -> dict:
     """"n of m done" for a worker: m is what the round can still give them plus what they did."""
-    # Both counts in one statement: this runs on every "next task".
-    counts = CollectionRound.objects.filter(pk=round.pk).values(
-        done=_count_subquery(Assignment.objects.submitted().filter(round=round, worker=worker), group_by="round"),
-        item_count=_count_subquery(WorkItem.objects.filter(round=round), group_by="round"),
-    ).get()
-    done, items = counts["done"], counts["item_count"]
+    facts = worker_facts(round=round, worker=worker)
+    if facts is not None:  # read with the round in this request ("next task")
+        done, items = facts.done, facts.items
+    else:
+        counts = CollectionRound.objects.filter(pk=round.pk).values(
+            done=_count_subquery(Assignment.objects.submitted().filter(round=round, worker=worker), group_by="round"),
+            item_count=_count_subquery(WorkItem.objects.filter(round=round), group_by="round"),
+        ).get()
+        done, items = counts["done"], counts["item_count"]
     limit = (round.qualification_rules or {}).get("max_tasks_per_worker")
     total = min(items, limit) if limit is not None else items
     return {"done": done, "total": total}
@@ -211,7 +214,11 @@ def quality_warning(*, round: CollectionRound, worker: Worker) -> str:
 
     policy = round.quality_policy
     warn_after, stop_after = policy["warn_after_failed_checks"], policy["stop_after_failed_checks"]
-    failed = failed_checks(round=round, worker=worker) if warn_after else 0
+    facts = worker_facts(round=round, worker=worker)
+    if not warn_after:
+        failed = 0
+    else:
+        failed = facts.failed_checks if facts is not None else failed_checks(round=round, worker=worker)
     if not warn_after or failed < warn_after:
         return ""
     if stop_after:

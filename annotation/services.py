@@ -14,16 +14,19 @@ from typing import Any, Callable, Iterable
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from crowdbench.errors import ServiceError
 
 from . import consent, guardrails
-from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
+from .auth import IN_WORKER_GROUP
+from .models import Assignment, CollectionRound, ConsentDecision, Qualification, Worker, WorkItem
 from .task_types import get_task_type
+from .task_types.base import TaskType
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +109,14 @@ def local_worker_for(*, user) -> Worker | None:
 
     if not (user.is_authenticated and user.is_active):
         return None
+    if hasattr(user, IN_WORKER_GROUP) and "crowd_worker" in user._state.fields_cache:
+        # Loaded with the user by the session's backend (``annotation.auth``): no query.
+        if not getattr(user, IN_WORKER_GROUP):
+            return None
+        worker = user._state.fields_cache["crowd_worker"]
+        if worker is not None and worker.provider == Worker.LOCAL and worker.external_id == str(user.pk):
+            return worker
+        return get_or_create_local_worker(user=user)
     worker = Worker.objects.filter(
         provider=Worker.LOCAL, external_id=str(user.pk), user=user,
         user__groups__name=settings.ANNOTATION_WORKER_GROUP,
@@ -435,6 +446,14 @@ def _take_locked_item(
         return None
     if not item_fits(item=item, handler=handler):
         return None
+    assignment = _new_assignment(round=round, item=item, worker=worker, now=now, rng=rng, handler=handler,
+                                 provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id)
+    assignment.save()
+    return assignment
+
+
+def _new_assignment(*, round, item, worker, now, rng, handler, provider_assignment_id, provider_task_id) -> Assignment:
+    """The unsaved, validated assignment of the item to the worker."""
     assignment = Assignment(
         round=round,
         item=item,
@@ -450,11 +469,58 @@ def _take_locked_item(
                       else Assignment.Confirmation.UNCONFIRMED),
         confirmed_at=now if worker.user_id is not None else None,
     )
-    # Only field validation: the unique constraints are enforced by the database below, and the
-    # round, item and worker rows are in hand (checking that they exist would cost a query each).
+    # Only field validation: the unique constraints are enforced by the database, and the round,
+    # item and worker rows are in hand (checking that they exist would cost a query each).
     assignment.full_clean(exclude=_ROWS_IN_HAND, validate_constraints=False)
-    assignment.save()
     return assignment
+
+
+@dataclass(frozen=True)
+class WorkerFacts:
+    """What "next task" needs to know about one worker in a round, read with the round (one query)."""
+
+    worker_id: int
+    failed_checks: int  # submitted answers to check items that failed (``failed_checks``)
+    done: int  # submitted tasks (``selectors.worker_progress``)
+    items: int  # items of the round
+    qualified: bool  # for the round's project
+    consent_sha256: str | None  # of the study information the worker accepted, if any
+    has_open_assignment: bool  # an assignment with status "assigned", expired or not
+
+
+def read_round_for_worker(*, round_id: Any, worker: Worker) -> CollectionRound:
+    """The round as it is now, with ``round.worker_facts`` (``WorkerFacts``) about the worker, in one
+    query. Raises ``CollectionRound.DoesNotExist``. The facts hold for the request that read them."""
+    mine = Assignment.objects.filter(round=OuterRef("pk"), worker=worker)
+    row = (
+        CollectionRound.objects.filter(pk=round_id)
+        .annotate(
+            facts_failed_checks=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED, gold_passed=False)),
+            facts_done=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED)),
+            facts_items=_count_per_round(WorkItem.objects.filter(round=OuterRef("pk"))),
+            facts_qualified=Exists(Qualification.objects.filter(worker=worker, project=OuterRef("project_id"))),
+            facts_consent=Subquery(ConsentDecision.objects.filter(round=OuterRef("pk"), worker=worker, accepted=True)
+                                   .values("text_sha256")[:1]),
+            facts_open=Exists(mine.filter(status=Assignment.Status.ASSIGNED)),
+        )
+        .get()
+    )
+    row.worker_facts = WorkerFacts(
+        worker_id=worker.pk, failed_checks=row.facts_failed_checks, done=row.facts_done, items=row.facts_items,
+        qualified=row.facts_qualified, consent_sha256=row.facts_consent, has_open_assignment=row.facts_open,
+    )
+    return row
+
+
+def worker_facts(*, round: CollectionRound, worker: Worker) -> WorkerFacts | None:
+    """The facts read with this round object for this worker (``read_round_for_worker``), if any."""
+    facts = getattr(round, "worker_facts", None)
+    return facts if facts is not None and facts.worker_id == worker.pk else None
+
+
+def _count_per_round(queryset):
+    counted = queryset.order_by().values("round").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
 
 
 def request_assignment(
@@ -476,26 +542,35 @@ def request_assignment(
     replaces the default budget check (rewards of the slots taken), e.g. to count provider fees; it
     runs with the round row locked.
 
+    The round is read again unless it comes from ``read_round_for_worker`` in this request.
+
     Safe under concurrency: each candidate item is locked (skipping rows other requests hold) and its
     free slots are counted under the lock; the (item, worker) and one-open-per-round unique
     constraints catch anything else. On SQLite the transaction itself serialises writers.
     """
     now = now or timezone.now()
     rng = rng or random.SystemRandom()
-    round = CollectionRound.objects.get(pk=round.pk)
-    check_worker_may_work(round=round, worker=worker)
-    if not consent.has_accepted(round=round, worker=worker):
+    facts = worker_facts(round=round, worker=worker)
+    if facts is None:
+        round = read_round_for_worker(round_id=round.pk, worker=worker)
+        facts = round.worker_facts
+    check_worker_may_work(round=round, worker=worker, failed_checks_count=facts.failed_checks,
+                          qualified=facts.qualified)
+    if not consent.has_accepted(round=round, worker=worker, accepted_sha256=facts.consent_sha256):
         # Every page and API that hands out tasks comes here: none before the study information is accepted.
         raise ConsentRequired(_("Please read the study information and agree to it before the first task."))
+    take = dict(round=round, worker=worker, now=now, rng=rng,
+                provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id)
+    if item is None and budget_allows is None and not facts.has_open_assignment and _plain_round(round):
+        assignment = _claim_first_free_item(**take)
+        if assignment is not None:
+            return assignment
+    # The careful path: no free item found above, or a rule that needs more than one look.
     # Outside the main transaction: a short statement, so concurrent requests do not hold these rows.
     expire_stale_assignments(round=round, now=now)
     try:
         with transaction.atomic():
-            return _request_assignment_locked(
-                round=round, worker=worker, now=now, rng=rng,
-                provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
-                only_item=item, budget_allows=budget_allows,
-            )
+            return _request_assignment_locked(**take, only_item=item, budget_allows=budget_allows)
     except IntegrityError:
         # A concurrent request of the same worker won the race; hand out what it created.
         existing = Assignment.objects.filter(
@@ -504,6 +579,91 @@ def request_assignment(
         if existing is None:
             raise
         return existing
+
+
+def _plain_round(round: CollectionRound) -> bool:
+    """A round whose next free item can be claimed in one step: a fixed number of judgments per item,
+    no budget cap, no per-worker task limit."""
+    fixed = round.min_workers_per_item is None or round.min_workers_per_item >= round.workers_per_item
+    return fixed and round.budget_cap is None and "max_tasks_per_worker" not in (round.qualification_rules or {})
+
+
+class _NotClaimed(Exception):
+    """The quick claim found nothing it could take for sure; the careful path decides."""
+
+
+def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, provider_task_id) -> Assignment | None:
+    """The common case in two statements: lock the first item (by position) that has a free slot, is
+    not the worker's and that no other request holds (SKIP LOCKED), then insert the assignment only if
+    a recount in the same statement still finds a slot free (the lock's snapshot may miss an assignment
+    committed just before the lock was granted). None when that does not work out; the transaction
+    is then rolled back, releasing the lock, and the caller takes the careful path.
+
+    Expired assignments are not expired first: they keep their slots until the careful path or the
+    periodic command expires them, so a stale one never makes an item look free."""
+    handler = get_task_type(round.task_type)
+    try:
+        with transaction.atomic():
+            item = (
+                WorkItem.objects.select_for_update(skip_locked=True, no_key=True, of=("self",))
+                .select_related(*handler.target_fields, *handler.shown_with_item)
+                .filter(round=round, completed_at__isnull=True)
+                .exclude(pk__in=Assignment.objects.filter(worker=worker, round=round).values("item"))
+                .annotate(taken=_slots_taken_subquery())
+                .filter(taken__lt=round.workers_per_item)
+                .order_by("position")
+                .first()
+            )
+            if item is None or not item_fits(item=item, handler=handler):
+                raise _NotClaimed
+            item.round = round
+            assignment = _new_assignment(round=round, item=item, worker=worker, now=now, rng=rng, handler=handler,
+                                         provider_assignment_id=provider_assignment_id,
+                                         provider_task_id=provider_task_id)
+            if not _insert_if_slot_free(assignment, needed=round.workers_per_item):
+                raise _NotClaimed
+            return assignment
+    except (_NotClaimed, IntegrityError):
+        # IntegrityError: a concurrent request of the same worker took a task first.
+        return None
+
+
+def _insert_if_slot_free(assignment: Assignment, *, needed: int) -> bool:
+    """INSERT the assignment if its item holds fewer than ``needed`` slots and none of its worker's, in
+    one statement (a fresh snapshot under READ COMMITTED); whether it was inserted."""
+    from django.db import connection
+    from django.db.models.sql import InsertQuery
+
+    fields = [field for field in Assignment._meta.concrete_fields if not field.primary_key]
+    query = InsertQuery(Assignment)
+    query.insert_values(fields, [assignment])
+    compiler = query.get_compiler(connection=connection)
+    placeholders, params = [], []
+    for field in fields:
+        value = compiler.prepare_value(field, compiler.pre_save_val(field, assignment))
+        sql, field_params = compiler.field_as_sql(field, getattr(field, "get_placeholder", None), value)
+        placeholders.append(sql)
+        params.extend(field_params)
+    held_sql, held_params = (Assignment.objects.holding_a_slot().filter(item_id=assignment.item_id)
+                             .order_by().values("pk").query.sql_with_params())
+    quote = connection.ops.quote_name
+    table = quote(Assignment._meta.db_table)
+    sql = (
+        f"INSERT INTO {table} ({', '.join(quote(field.column) for field in fields)}) "
+        f"SELECT {', '.join(placeholders)} "
+        f"WHERE (SELECT COUNT(*) FROM ({held_sql}) held) < %s "
+        f"AND NOT EXISTS (SELECT 1 FROM {table} WHERE {quote('item_id')} = %s AND {quote('worker_id')} = %s) "
+        f"RETURNING {quote('id')}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *held_params, needed, assignment.item_id, assignment.worker_id])
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    assignment.pk = row[0]
+    assignment._state.adding = False
+    assignment._state.db = connection.alias
+    return True
 
 
 def _request_assignment_locked(
@@ -656,15 +816,16 @@ class SubmitOutcome:
     created: bool  # False when the same submission was already stored
 
 
-def _locked_assignment_of(*, assignment_id: Any, worker: Worker) -> Assignment:
+def _locked_assignment_of(*, assignment_id: Any, worker: Worker, with_item: bool = True) -> Assignment:
     try:
         assignment_id = int(assignment_id)
     except (TypeError, ValueError):
         raise AssignmentNotFound(_("Unknown assignment.")) from None
     # Lock only the assignment row: locking the joined round or item would serialise everything.
+    # The worker is the one in hand.
     assignment = (
         Assignment.objects.select_for_update(no_key=True, of=("self",))
-        .select_related("round", "item", "worker")
+        .select_related("round", *(["item"] if with_item else []))
         .filter(pk=assignment_id)
         .order_by()
         .first()
@@ -673,7 +834,22 @@ def _locked_assignment_of(*, assignment_id: Any, worker: Worker) -> Assignment:
         raise AssignmentNotFound(_("Unknown assignment."))
     if assignment.worker_id != worker.pk:
         raise NotYourAssignment(_("Unknown assignment."))
+    assignment.worker = worker
     return assignment
+
+
+def _locked_item(*, item_id: int, round: CollectionRound, handler) -> WorkItem:
+    """The item row locked (FOR NO KEY UPDATE, the item only) with its task type's targets, so
+    checking it costs no query. The lock a submission takes to complete the item; taken before the
+    assignment changes, after the assignment's own lock (the order every writer keeps)."""
+    item = (
+        WorkItem.objects.select_for_update(no_key=True, of=("self",))
+        .select_related(*handler.target_fields)
+        .order_by()
+        .get(pk=item_id)
+    )
+    item.round = round
+    return item
 
 
 def submit_assignment(
@@ -685,63 +861,80 @@ def submit_assignment(
     """
     now = now or timezone.now()
     with transaction.atomic():
-        assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker)
-        handler = get_task_type(assignment.round.task_type)
-        if assignment.status == Assignment.Status.ASSIGNED and not item_fits(item=assignment.item, handler=handler):
-            # Its page gives it back on the next load; an answer to it cannot be checked.
-            raise BrokenItem(_("This task cannot be shown and was given back; please take the next one."))
+        # The item is locked on its own below, with the targets of the round's task type only: joining
+        # every target column here (the type is not known before this read) costs the planner more
+        # than the extra statement.
+        assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker, with_item=False)
+        # From here on the assignment is the worker's own: refusals speak its round's language.
+        with translation.override(assignment.round.language):
+            return _submit_locked(assignment=assignment, worker=worker, data=data, files=files, now=now)
+
+
+def _submit_locked(*, assignment: Assignment, worker: Worker, data: Any, files: Any, now: datetime) -> SubmitOutcome:
+    handler = get_task_type(assignment.round.task_type)
+    assignment.item = _locked_item(item_id=assignment.item_id, round=assignment.round, handler=handler)
+    if assignment.status == Assignment.Status.ASSIGNED and not item_fits(item=assignment.item, handler=handler):
+        # Its page gives it back on the next load; an answer to it cannot be checked.
+        raise BrokenItem(_("This task cannot be shown and was given back; please take the next one."))
+    try:
+        validated = handler.validate(assignment=assignment, data=data, files=files)
+    except ValidationError as error:
+        raise _invalid_submission(error) from None
+    uploads = {key: value for key, value in validated.items() if key.startswith("_")}
+    payload = {key: value for key, value in validated.items() if not key.startswith("_")}
+    input_stats = None
+    if handler.records_typing:
         try:
-            validated = handler.validate(assignment=assignment, data=data, files=files)
+            input_stats = guardrails.clean_input_stats(data.get("typing"))
         except ValidationError as error:
             raise _invalid_submission(error) from None
-        uploads = {key: value for key, value in validated.items() if key.startswith("_")}
-        payload = {key: value for key, value in validated.items() if not key.startswith("_")}
-        input_stats = None
-        if handler.records_typing:
-            try:
-                input_stats = guardrails.clean_input_stats(data.get("typing"))
-            except ValidationError as error:
-                raise _invalid_submission(error) from None
 
-        if assignment.status == Assignment.Status.SUBMITTED:
-            if assignment.payload == payload:
-                return SubmitOutcome(assignment=assignment, created=False)
-            raise ConflictingResubmission(
-                _("This task was already submitted with different answers; they cannot be changed.")
-            )
-        if assignment.round.status not in ACTIVE_STATUSES:
-            raise RoundNotOpen(_("This round is closed; the submission was not stored."))
-        # An expired assignment still takes work that reached its provider in time: a sync stores it
-        # with the provider's submission time as ``now``.
-        if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.EXPIRED) or assignment.expires_at <= now:
-            raise AssignmentNotActive(_("The time for this task ran out; the submission was not stored."))
+    if assignment.status == Assignment.Status.SUBMITTED:
+        if assignment.payload == payload:
+            return SubmitOutcome(assignment=assignment, created=False)
+        raise ConflictingResubmission(
+            _("This task was already submitted with different answers; they cannot be changed.")
+        )
+    if assignment.round.status not in ACTIVE_STATUSES:
+        raise RoundNotOpen(_("This round is closed; the submission was not stored."))
+    # An expired assignment still takes work that reached its provider in time: a sync stores it
+    # with the provider's submission time as ``now``.
+    if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.EXPIRED) or assignment.expires_at <= now:
+        raise AssignmentNotActive(_("The time for this task ran out; the submission was not stored."))
 
-        assignment.payload = payload
-        assignment.status = Assignment.Status.SUBMITTED
-        assignment.review_status = Assignment.ReviewStatus.SUBMITTED
-        assignment.submitted_at = now
-        assignment.duration_seconds = max((now - assignment.accepted_at).total_seconds(), 0.0)
-        assignment.result = handler.result(assignment)
-        assignment.input_stats = input_stats
+    assignment.payload = payload
+    assignment.status = Assignment.Status.SUBMITTED
+    assignment.review_status = Assignment.ReviewStatus.SUBMITTED
+    assignment.submitted_at = now
+    assignment.duration_seconds = max((now - assignment.accepted_at).total_seconds(), 0.0)
+    assignment.result = handler.result(assignment)
+    assignment.input_stats = input_stats
+    if _changes_data(handler):
         try:
             with transaction.atomic():
                 handler.apply(assignment, uploads=uploads)
         except ValidationError as error:
             raise _invalid_submission(error) from None
-        if handler.written_texts(assignment):
-            others = (Assignment.objects.submitted().filter(item=assignment.item_id)
-                      .exclude(worker=assignment.worker_id).order_by("pk"))
-            assignment.flags = guardrails.flags_for(assignment=assignment, handler=handler, others=others)
-        item = assignment.item
-        if item.is_gold:
-            assignment.gold_passed = all(
-                (assignment.result or {}).get(key) == expected for key, expected in item.gold_answer.items()
-            )
-        assignment.full_clean(exclude=_ROWS_IN_HAND, validate_constraints=False)
-        assignment.save()
-        _complete_item_if_done(item_id=item.pk, now=now)
-        _qualify_if_passed(round=assignment.round, worker=worker)
+    if handler.written_texts(assignment):
+        others = (Assignment.objects.submitted().filter(item=assignment.item_id)
+                  .exclude(worker=assignment.worker_id).order_by("pk"))
+        assignment.flags = guardrails.flags_for(assignment=assignment, handler=handler, others=others)
+    item = assignment.item
+    if item.is_gold:
+        assignment.gold_passed = all(
+            (assignment.result or {}).get(key) == expected for key, expected in item.gold_answer.items()
+        )
+    assignment.full_clean(exclude=_ROWS_IN_HAND, validate_constraints=False)
+    assignment.save()
+    _complete_item_if_done(item_id=item.pk, now=now, locked=item)
+    _qualify_if_passed(round=assignment.round, worker=worker)
     return SubmitOutcome(assignment=assignment, created=True)
+
+
+def _changes_data(handler) -> bool:
+    """Whether the task type has effects of its own on submission (its ``apply``); its savepoint is
+    skipped when not."""
+    return type(handler).apply is not TaskType.apply
 
 
 def qualifying_result(*, round: CollectionRound, worker: Worker) -> dict | None:
@@ -764,8 +957,9 @@ def _qualify_if_passed(*, round: CollectionRound, worker: Worker) -> None:
         grant_qualification(worker=worker, project=round.project, source=Qualification.Source.QUALIFYING_ROUND)
 
 
-def _complete_item_if_done(*, item_id: int, now: datetime) -> None:
-    item = (
+def _complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | None = None) -> None:
+    """``locked``: the item, already locked in this transaction (with its round)."""
+    item = locked or (
         WorkItem.objects.select_for_update(no_key=True, of=("self",))
         .select_related("round")
         .order_by()

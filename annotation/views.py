@@ -6,6 +6,7 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import translation
 from django.utils.translation import gettext as _
@@ -14,7 +15,7 @@ from django.views.decorators.http import require_http_methods
 from . import consent, selectors, services
 from .forms import ConsentDecisionForm, WorkerLanguagesForm
 from .models import CollectionRound
-from .permissions import NOT_A_WORKER, is_local_worker
+from .permissions import NOT_A_WORKER
 
 
 def _refuse(request, message: str, status: int):
@@ -27,9 +28,10 @@ def worker_required(view):
     @login_required
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        if not is_local_worker(request.user):
+        worker = services.local_worker_for(user=request.user)
+        if worker is None:
             return _refuse(request, NOT_A_WORKER, 403)
-        return view(request, *args, worker=services.get_or_create_local_worker(user=request.user), **kwargs)
+        return view(request, *args, worker=worker, **kwargs)
 
     return wrapped
 
@@ -89,8 +91,13 @@ def consent_page(request, round_id: int, worker):
 @worker_required
 def round_page(request, round_id: int, worker):
     """The worker's current task of the round (a new one if they have none), in the round's language."""
-    round = get_object_or_404(CollectionRound, pk=round_id)
-    if round.status == CollectionRound.Status.OPEN and not consent.has_accepted(round=round, worker=worker):
+    try:
+        # With what the engine, the progress and the warning need about the worker: one query.
+        round = services.read_round_for_worker(round_id=round_id, worker=worker)
+    except CollectionRound.DoesNotExist:
+        raise Http404 from None
+    if round.status == CollectionRound.Status.OPEN and not consent.has_accepted(
+            round=round, worker=worker, accepted_sha256=round.worker_facts.consent_sha256):
         return redirect("annotation:consent", round.pk)
     with translation.override(round.language):
         try:

@@ -8,9 +8,11 @@ What it does, in one run:
 3. starts gunicorn with the repository's ``gunicorn.conf.py`` (``DEBUG`` off, rate limits off: every
    simulated worker comes from 127.0.0.1);
 4. measures a trivial view on the same server: ``GET /health/`` (one ``SELECT 1`` and a cache
-   round trip) from ``--workers`` threads;
+   round trip) from ``--workers`` clients;
 5. logs every worker in through the login form (one ``httpx.Client`` and session each, one thread
-   each), then each loops ``POST next`` → ``POST submit`` until the round has nothing left for them;
+   each), then each loops ``POST next`` → ``POST submit`` until the round has nothing left for them.
+   Both measurements use the same client: threads spread over ``--client-processes`` processes, so
+   the client's own GIL is not what is measured;
 6. prints throughput, p50 / p99 latency and the ratio of the submit path's request rate to the
    trivial view's, the machine's load average, then checks the database: every acknowledged
    submission stored exactly once, no item over-assigned, none lost, every item complete.
@@ -22,6 +24,7 @@ The exit status is 1 when a target is missed or the integrity check fails.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import random
 import secrets
@@ -52,7 +55,9 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--overlap", type=int, default=3, help="judgments per item")
-    parser.add_argument("--workers", type=int, default=64, help="simulated workers (threads)")
+    parser.add_argument("--workers", type=int, default=64, help="simulated workers (one session and thread each)")
+    parser.add_argument("--client-processes", type=int, default=4,
+                        help="client processes the simulated workers (and the trivial view's clients) are spread over")
     parser.add_argument("--trivial-requests", type=int, default=4000)
     parser.add_argument("--processes", type=int, default=None, help="gunicorn processes (WEB_CONCURRENCY)")
     parser.add_argument("--threads", type=int, default=None, help="threads per process (GUNICORN_THREADS)")
@@ -75,44 +80,62 @@ def summary(latencies: list[float], seconds: float) -> dict:
 # --- the simulated crowd --------------------------------------------------------------------------
 
 
+def post(client: httpx.Client, url: str, label: str, latencies: list, errors: Counter, **kwargs) -> httpx.Response:
+    """POST, timed; a request that fails in transport (a timeout, a dropped connection) is sent again,
+    as a real client would: next and submit are both safe to repeat (the same open task, the same
+    stored submission)."""
+    for _attempt in range(5):
+        start = time.perf_counter()
+        try:
+            return client.post(url, **kwargs)
+        except httpx.TransportError as error:
+            errors[f"{label} {type(error).__name__}"] += 1
+        finally:
+            latencies.append(time.perf_counter() - start)
+    raise RuntimeError(f"{label}: five transport failures in a row")
+
+
 def work(base_url: str, username: str, round_id: int, barrier: threading.Barrier, out: dict, lock) -> None:
     rng = random.Random(username)
     latencies, acknowledged, errors = [], [], Counter()
-    with httpx.Client(base_url=base_url, timeout=60, follow_redirects=False) as client:
-        log_in(client, username)
-        barrier.wait()
-        while True:
-            headers = {"X-CSRFToken": client.cookies["csrftoken"]}
-            start = time.perf_counter()
-            response = client.post(f"/api/work/rounds/{round_id}/next/", headers=headers)
-            latencies.append(time.perf_counter() - start)
-            if response.status_code != 200:
-                errors[f"next {response.status_code}"] += 1
-                continue
-            assignment = response.json()["assignment"]
-            if assignment is None:
-                break
-            start = time.perf_counter()
-            response = client.post(assignment["submit_url"], json={"choice": rng.choice(["left", "right"])},
-                                   headers=headers)
-            latencies.append(time.perf_counter() - start)
-            if response.status_code in (200, 201):
-                acknowledged.append(response.json()["assignment"])
-            else:
-                errors[f"submit {response.status_code}"] += 1
-    with lock:
-        out["latencies"].extend(latencies)
-        out["acknowledged"].extend(acknowledged)
-        out["errors"].update(errors)
+    try:
+        with httpx.Client(base_url=base_url, timeout=60, follow_redirects=False) as client:
+            log_in(client, username)
+            barrier.wait()
+            while True:
+                headers = {"X-CSRFToken": client.cookies["csrftoken"]}
+                response = post(client, f"/api/work/rounds/{round_id}/next/", "next", latencies, errors,
+                                headers=headers)
+                if response.status_code != 200:
+                    errors[f"next {response.status_code}"] += 1
+                    continue
+                assignment = response.json()["assignment"]
+                if assignment is None:
+                    break
+                response = post(client, assignment["submit_url"], "submit", latencies, errors,
+                                json={"choice": rng.choice(["left", "right"])}, headers=headers)
+                if response.status_code in (200, 201):
+                    acknowledged.append(response.json()["assignment"])
+                else:
+                    errors[f"submit {response.status_code}"] += 1
+    finally:
+        # Also when the worker gave up: what it was told still counts in the integrity check.
+        with lock:
+            out["latencies"].extend(latencies)
+            out["acknowledged"].extend(acknowledged)
+            out["errors"].update(errors)
 
 
-def hammer(base_url: str, path: str, total: int, threads: int) -> list[float]:
+def hammer(base_url: str, path: str, per_thread: int, threads: int, barrier, results) -> None:
+    """``threads`` clients, one connection each, each sending ``per_thread`` GETs of ``path`` once
+    ``barrier`` opens; the latencies go to ``results``."""
     latencies, lock = [], threading.Lock()
-    per_thread = total // threads
 
     def run():
         mine = []
         with httpx.Client(base_url=base_url, timeout=60) as client:
+            client.get(path)  # connect before the clock starts
+            barrier.wait()
             for _ in range(per_thread):
                 start = time.perf_counter()
                 response = client.get(path)
@@ -127,7 +150,43 @@ def hammer(base_url: str, path: str, total: int, threads: int) -> list[float]:
         thread.start()
     for thread in pool:
         thread.join()
-    return latencies
+    results.put(latencies)
+
+
+def crowd(base_url: str, usernames: list[str], round_id: int, barrier, results) -> None:
+    """One thread per simulated worker (``work``); everything they measured goes to ``results``."""
+    out, lock = {"latencies": [], "acknowledged": [], "errors": Counter()}, threading.Lock()
+    pool = [threading.Thread(target=work, args=(base_url, name, round_id, barrier, out, lock)) for name in usernames]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    results.put(out)
+
+
+def in_processes(target, argument_lists: list[tuple], parties: int) -> tuple[list, float]:
+    """Run ``target(*arguments, barrier, results)`` in one client process per argument list: a
+    single Python process cannot drive 64 connections without its own GIL becoming what is measured.
+    The clock runs from the moment all ``parties`` reached the barrier until the last process
+    reported; returns what each reported and the seconds."""
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(parties + 1, timeout=600), context.Queue()
+    processes = [context.Process(target=target, args=(*arguments, barrier, results)) for arguments in argument_lists]
+    for process in processes:
+        process.start()
+    barrier.wait()
+    start = time.perf_counter()
+    reports = [results.get(timeout=3600) for _ in processes]
+    seconds = time.perf_counter() - start
+    for process in processes:
+        process.join()
+        if process.exitcode != 0:
+            raise RuntimeError(f"a client process failed (exit status {process.exitcode})")
+    return reports, seconds
+
+
+def split(values: list, parts: int) -> list[list]:
+    return [chunk for chunk in (values[n::parts] for n in range(parts)) if chunk]
 
 
 def main() -> int:
@@ -161,22 +220,22 @@ def main() -> int:
         server = start_gunicorn(env, port)
         wait_until_up(base_url, server)
 
-        hammer(base_url, "/health/", args.workers * 4, args.workers)  # warm every process and connection
-        start = time.perf_counter()
-        trivial = summary(hammer(base_url, "/health/", args.trivial_requests, args.workers),
-                          time.perf_counter() - start)
+        clients = max(1, min(args.client_processes, args.workers))
+        per_process = split(list(range(args.workers)), clients)
+        per_thread = max(1, args.trivial_requests // args.workers)
+        hammer_args = [(base_url, "/health/", 4, len(chunk)) for chunk in per_process]
+        in_processes(hammer, hammer_args, args.workers)  # warm every server process and connection
+        hammer_args = [(base_url, "/health/", per_thread, len(chunk)) for chunk in per_process]
+        reports, seconds = in_processes(hammer, hammer_args, args.workers)
+        trivial = summary([value for report in reports for value in report], seconds)
 
-        out, lock = {"latencies": [], "acknowledged": [], "errors": Counter()}, threading.Lock()
-        barrier = threading.Barrier(args.workers + 1)
-        crowd = [threading.Thread(target=work, args=(base_url, name, round.pk, barrier, out, lock))
-                 for name in usernames]
-        for thread in crowd:
-            thread.start()
-        barrier.wait()  # everyone is logged in
-        start = time.perf_counter()
-        for thread in crowd:
-            thread.join()
-        seconds = time.perf_counter() - start
+        reports, seconds = in_processes(
+            crowd, [(base_url, chunk, round.pk) for chunk in split(usernames, clients)], args.workers)
+        out = {"latencies": [], "acknowledged": [], "errors": Counter()}
+        for report in reports:
+            out["latencies"].extend(report["latencies"])
+            out["acknowledged"].extend(report["acknowledged"])
+            out["errors"].update(report["errors"])
         submit_path = summary(out["latencies"], seconds)
         accepted = len(out["acknowledged"]) / seconds
         load = os.getloadavg()
@@ -193,7 +252,7 @@ def main() -> int:
     ratio = submit_path["rate"] / trivial["rate"]
     print(f"\n{args.workers} workers, pairwise round of {args.items} items x {args.overlap}, gunicorn "
           f"({env.get('WEB_CONCURRENCY', 'default')} processes x {env.get('GUNICORN_THREADS', 'default')} threads) "
-          f"on PostgreSQL; {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+          f"on PostgreSQL; clients in {clients} processes; {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'':<28}{'requests':>10}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
     for label, row in (("trivial view (/health/)", trivial), ("next + submit", submit_path)):
         print(f"{label:<28}{row['requests']:>10}{row['rate']:>10.1f}{row['p50']:>10.1f}{row['p99']:>10.1f}")

@@ -151,6 +151,9 @@ if os.environ.get("TEST_DATABASE_NAME"):
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's model backend, loading a worker's record with the user: one query per request for both.
+AUTHENTICATION_BACKENDS = ["annotation.auth.UserWithWorkerBackend"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -52,6 +52,9 @@ class TaskType:
     adaptive_overlap: ClassVar[bool] = False
     # Whether the page records paste events and typing time (free-text tasks).
     records_typing: ClassVar[bool] = False
+    # Rows the task page reads through the targets (``select_related`` paths from the item), loaded
+    # with the item when a task is handed out; many-valued relations (images) are not joinable.
+    shown_with_item: ClassVar[tuple[str, ...]] = ()
 
     # --- items ---------------------------------------------------------------------------------
 

@@ -104,6 +104,7 @@ class PairwiseTask(TaskType):
     script_name = "annotation/tasks/pairwise.js"
     form_class = PairwiseForm
     target_fields = ("output_a", "output_b", "reference")
+    shown_with_item = ("output_a__instance__family",)
     yields = "battles"
     item_sources = (ModelOutputsSource(),)
     coverage_lookup = "output_a__instance__family__name"

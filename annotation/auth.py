@@ -1,0 +1,23 @@
+"""The session's user and, for a crowd worker, their worker record and workers-group membership in
+one query: every request of the worker API needs all three (``services.local_worker_for``)."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
+from django.db.models import Exists, OuterRef
+
+# Set on users this backend loads: whether they are in the workers group, read with the user row.
+IN_WORKER_GROUP = "in_crowd_worker_group"
+
+
+class UserWithWorkerBackend(ModelBackend):
+    """Django's model backend (same logins, same permissions); only the per-request user load differs."""
+
+    def get_user(self, user_id):
+        model = get_user_model()
+        in_group = model.groups.through.objects.filter(
+            user_id=OuterRef("pk"), group__name=settings.ANNOTATION_WORKER_GROUP)
+        user = (model._default_manager.select_related("crowd_worker")
+                .annotate(**{IN_WORKER_GROUP: Exists(in_group)}).filter(pk=user_id).first())
+        return user if user is not None and self.user_can_authenticate(user) else None
