@@ -224,6 +224,13 @@ def import_predictions(*, path: str | Path, strict: bool = False, instances=None
     """
     path = str(path)
     models, rows = read_predictions_csv(path)
+    return import_prediction_rows(path=path, models=models, rows=rows, strict=strict, instances=instances)
+
+
+def import_prediction_rows(*, path: str, models: list[str], rows: list[PredictionRow], strict: bool = False,
+                           instances=None) -> PredictionsImportReport:
+    """``import_predictions`` of a file already parsed (``read_predictions_csv``); ``path`` names the
+    file in the report and the messages."""
     matched, unmatched = match_rows(rows, instances=instances)
     if strict and unmatched:
         listed = "; ".join(f"row {row.row_number}: {row.reason}" for row in unmatched[:10])

@@ -20,7 +20,7 @@ from crowdbench.errors import ServiceError
 
 from .file_errors import InputFileError
 from .image_urls import ImportURLChecker
-from .model_outputs import PredictionsImportReport, import_predictions, read_predictions_csv
+from .model_outputs import PredictionRow, PredictionsImportReport, import_prediction_rows, read_predictions_csv
 from .models import FamilySeedImage, Image, Instance, InstructionFamily
 from .services import ReviewImportReport, import_review_sets_file
 
@@ -63,23 +63,38 @@ def saved_upload(upload, *, suffixes: tuple[str, ...]):
             raise UploadRefused(str(error).replace(str(path), name, 1)) from None
 
 
-def import_predictions_upload(*, project, upload) -> PredictionsImportReport:
-    """A predictions CSV (``instruction``, ``image``/``images``, ``<model> prediction`` columns),
-    matched to the project's instances only."""
+@dataclass
+class PredictionsUpload:
+    """An uploaded predictions CSV, parsed whole; nothing written yet."""
+
+    name: str  # as the messages show it
+    models: list[str]
+    rows: list[PredictionRow]
+
+
+def read_predictions_upload(upload) -> PredictionsUpload:
+    """Parse a predictions CSV (``instruction``, ``image``/``images`` or ``instance_id``, ``<model>
+    prediction`` columns) after the size and type checks; a malformed one is refused naming the
+    file, the row and the field."""
     with saved_upload(upload, suffixes=(".csv",)) as path:
-        report = import_predictions(path=path, instances=Instance.objects.filter(family__project=project))
-    report.path = shown_name(upload)
+        models, rows = read_predictions_csv(path)
+    return PredictionsUpload(name=shown_name(upload), models=models, rows=rows)
+
+
+def import_predictions_upload(*, project, upload) -> PredictionsImportReport:
+    """A predictions CSV matched to the project's instances only."""
+    return import_parsed_predictions(project=project, predictions=read_predictions_upload(upload))
+
+
+def import_parsed_predictions(*, project, predictions: PredictionsUpload) -> PredictionsImportReport:
+    """Import a parsed predictions upload, matched to the project's instances only; refused (and
+    nothing written) when no row matches."""
+    report = import_prediction_rows(path=predictions.name, models=predictions.models, rows=predictions.rows,
+                                    instances=Instance.objects.filter(family__project=project))
     if not report.matched:
         raise UploadRefused(f"{report.path}: no row matches an instance of this project (by instance_id and "
-                                f"instruction, or by instruction and images)")
+                            f"instruction, or by instruction and images)")
     return report
-
-
-def predictions_upload_models(upload) -> list[str]:
-    """The model names of a predictions CSV, after the same checks as its import (nothing written)."""
-    with saved_upload(upload, suffixes=(".csv",)) as path:
-        models, _rows = read_predictions_csv(path)
-    return models
 
 
 def import_review_sets_upload(*, project, upload) -> ReviewImportReport:

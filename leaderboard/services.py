@@ -20,7 +20,7 @@ from django.utils import timezone
 from crowdbench.errors import ServiceError
 from datasets_app.models import ModelOutput
 from annotation.models import WorkItem
-from datasets_app.uploads import import_predictions_upload, predictions_upload_models, shown_name
+from datasets_app.uploads import import_parsed_predictions, read_predictions_upload
 from evaluation.judge.services import REFERENCE
 from evaluation.models import JudgedBattle
 from llm.config import configured_models, unpriced
@@ -181,12 +181,12 @@ def submit_predictions(*, project, upload, token: SubmissionToken | None = None,
             SubmissionToken.objects.select_for_update().filter(pk=token.pk).first()
             if Submission.objects.filter(token=token, step_run__status__in=ACTIVE_STATUSES).exists():
                 raise SubmissionBusy("Your previous submission is still being judged; submit again when it is done.")
-        names = predictions_upload_models(upload)  # a malformed file is refused here, naming row and field
-        retried = _retried_models(project=project, names=names, token=token, user=user)
-        _check_new_models(names, on_board=_board_names(project) - set(retried), file_name=shown_name(upload))
+        predictions = read_predictions_upload(upload)  # a malformed file is refused here, naming row and field
+        retried = _retried_models(project=project, names=predictions.models, token=token, user=user)
+        _check_new_models(predictions.models, on_board=_board_names(project) - set(retried), file_name=predictions.name)
         if retried:
             _withdraw(project=project, names=retried)
-        report = import_predictions_upload(project=project, upload=upload)
+        report = import_parsed_predictions(project=project, predictions=predictions)
         new = list(report.per_model)
         on_board = _board_names(project) - set(new)
         kind_parameters = {"models": sorted(on_board | set(new)), "reference": "against", "involving": new}

@@ -2,6 +2,7 @@
 API: the new models are judged against the board and the reference and enter the judge
 leaderboard; every refusal changes nothing."""
 import csv
+from unittest import mock
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -276,3 +277,24 @@ def test_a_token_stops_working_when_outside_submissions_are_turned_off(open_proj
     for path in ("", "instances/", "template.csv", "submissions/"):
         response = client.get(f"/api/leaderboard/{open_project.slug}/{path}")
         assert response.status_code == 403 and "does not take submissions" in response.json()["detail"], path
+
+
+def test_a_submitted_file_is_parsed_once(open_project, board, token):
+    from datasets_app import model_outputs
+
+    with mock.patch.object(model_outputs, "_read_predictions", wraps=model_outputs._read_predictions) as parse:
+        response = submit(outsider(token), open_project.slug, predictions_csv(board, model="lab-vlm"))
+    assert response.status_code == 202, response.content
+    assert parse.call_count == 1
+    assert ModelOutput.objects.filter(model_name="lab-vlm").count() == 3
+
+
+def test_a_malformed_file_is_named_with_its_row_and_field_and_changes_nothing(open_project, board, token):
+    rows = predictions_csv(board, model="lab-vlm").splitlines()
+    rows[2] = rows[2].replace("http", "ftp", 1)  # the second data row's image
+    response = submit(outsider(token), open_project.slug, "\n".join(rows) + "\n", name="lab results.csv")
+    detail = response.json()["detail"]
+    assert response.status_code == 400 and detail.startswith("lab results.csv, row 2, column 'image': "), detail
+    assert "crowdbench-upload-" not in detail  # not the temporary copy's path
+    assert not ModelOutput.objects.filter(model_name="lab-vlm").exists()
+    assert not Submission.objects.exists() and not StepRun.objects.exists()
