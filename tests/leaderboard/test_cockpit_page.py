@@ -89,3 +89,18 @@ def test_a_token_of_another_project_cannot_be_revoked(owner_client, project, mak
     assert owner_client.post(url(project), {"revoke": str(record.pk)}).status_code == 404
     record.refresh_from_db()
     assert record.revoked_at is None
+
+
+def test_the_page_shows_when_a_token_was_last_used(owner_client, project, researcher, llm_settings):
+    from rest_framework.test import APIClient
+
+    services.set_policy(project=project, user=researcher, accepts_outside_submissions=True, judge_model="",
+                        budget_usd="1")
+    record, raw = services.create_token(project=project, user=researcher, label="Lab")
+    assert "<td>—</td>" in owner_client.get(url(project)).content.decode()  # never used
+    submitter = APIClient()
+    submitter.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
+    assert submitter.get(f"/api/leaderboard/{project.slug}/").status_code == 200
+    record.refresh_from_db()
+    page = owner_client.get(url(project)).content.decode()
+    assert f"<td>{record.last_used_at:%Y-%m-%d %H:%M}</td>" in page and "<td>—</td>" not in page

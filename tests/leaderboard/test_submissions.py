@@ -2,10 +2,14 @@
 API: the new models are judged against the board and the reference and enter the judge
 leaderboard; every refusal changes nothing."""
 import csv
+from datetime import timedelta
 from unittest import mock
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from datasets_app.models import ModelOutput
@@ -298,3 +302,42 @@ def test_a_malformed_file_is_named_with_its_row_and_field_and_changes_nothing(op
     assert "crowdbench-upload-" not in detail  # not the temporary copy's path
     assert not ModelOutput.objects.filter(model_name="lab-vlm").exists()
     assert not Submission.objects.exists() and not StepRun.objects.exists()
+
+
+def token_writes(queries) -> list[str]:
+    return [query["sql"] for query in queries if query["sql"].startswith("UPDATE")
+            and SubmissionToken._meta.db_table in query["sql"]]
+
+
+def test_a_tokens_use_is_written_at_most_once_in_a_while(open_project, token):
+    client = outsider(token)
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(2):
+            assert client.get(f"/api/leaderboard/{open_project.slug}/instances/").status_code == 200
+    assert len(token_writes(queries.captured_queries)) == 1
+    record = SubmissionToken.objects.get()
+    first_use = record.last_used_at
+    assert first_use is not None
+
+    # Once the last stamp is older than the resolution, the next request writes it again.
+    earlier = timezone.now() - services.LAST_USED_RESOLUTION - timedelta(seconds=1)
+    SubmissionToken.objects.filter(pk=record.pk).update(last_used_at=earlier)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(f"/api/leaderboard/{open_project.slug}/instances/").status_code == 200
+    assert len(token_writes(queries.captured_queries)) == 1
+    record.refresh_from_db()
+    assert record.last_used_at > first_use
+
+
+def test_a_stamp_read_before_another_request_wrote_it_is_not_written_again(open_project, token):
+    """Two requests reading the same old stamp: the second's UPDATE finds it fresh and leaves it."""
+    stale = services.token_from_secret(token)
+    SubmissionToken.objects.filter(pk=stale.pk).update(last_used_at=None)
+    stale.last_used_at = None
+    services._record_use(stale)
+    written = SubmissionToken.objects.get().last_used_at
+    stale.last_used_at = None  # as a request that read the row before the first write saw it
+    with CaptureQueriesContext(connection) as queries:
+        services._record_use(stale)
+    assert len(token_writes(queries.captured_queries)) == 1  # the conditional UPDATE ran ...
+    assert SubmissionToken.objects.get().last_used_at == written  # ... and changed nothing
