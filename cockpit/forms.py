@@ -17,6 +17,7 @@ from projects.permissions import is_researcher
 from projects.models import RELEASE_NAME_VALIDATOR, VERSION_VALIDATOR, Membership, Project
 from projects.services import check_slug_free_of_pages
 from providers.registry import PROVIDERS
+from stepruns.services import BUDGET_DECIMAL_PLACES, BUDGET_STEP
 
 from .errors import BadQuery
 
@@ -50,16 +51,31 @@ class MemberForm(forms.Form):
         return user
 
 
+class ConfiguredModelField(forms.ChoiceField):
+    """One of the configured LLMs, as the settings stand when the form is shown or checked. With
+    ``default_label``, also an empty choice so labelled, meaning the service's default model."""
+
+    def __init__(self, *, default_label: str | None = None, **kwargs):
+        def choices():
+            named = [(name, name) for name in configured_models()]
+            return named if default_label is None else [("", default_label), *named]
+
+        super().__init__(choices=choices, required=default_label is None, **kwargs)
+
+
+class BudgetField(forms.DecimalField):
+    """The most an LLM step may spend, in USD, as a step run keeps it (``StepRun.budget_usd``; the
+    service checks it again with ``stepruns.services.clean_budget``)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(min_value=BUDGET_STEP, max_digits=12, decimal_places=BUDGET_DECIMAL_PLACES, **kwargs)
+
+
 class RunForm(forms.Form):
     """What every background step run asks for: the model (among the configured ones) and a budget."""
 
-    model = forms.ChoiceField(choices=())
-    budget_usd = forms.DecimalField(label="Budget (USD)", min_value=Decimal("0.000001"), max_digits=12,
-                                    decimal_places=6, initial=Decimal("1.00"))
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["model"].choices = [(name, name) for name in configured_models()]
+    model = ConfiguredModelField()
+    budget_usd = BudgetField(label="Budget (USD)", initial=Decimal("1.00"))
 
 
 class UploadForm(forms.Form):

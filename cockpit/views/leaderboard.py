@@ -2,8 +2,6 @@
 and their judging (leaderboard.services; the same service as /api/leaderboard/)."""
 from __future__ import annotations
 
-from decimal import Decimal
-
 from django import forms
 from django.contrib import messages
 from django.shortcuts import redirect, render
@@ -14,24 +12,18 @@ from django.views.decorators.http import require_http_methods
 from datasets_app.uploads import UploadRefused
 from leaderboard import services
 from leaderboard.models import SubmissionToken
-from llm.config import configured_models
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
-from ..forms import UploadForm
+from ..forms import BudgetField, ConfiguredModelField, UploadForm
 
 
 class PolicyForm(forms.Form):
     accepts_outside_submissions = forms.BooleanField(
         required=False, label="Take submissions from outside the project",
         help_text="Holders of a submission token may upload predictions and read the judge leaderboard.")
-    judge_model = forms.ChoiceField(choices=(), required=False,
-                                    help_text="The LLM that judges each submission.")
-    budget_usd = forms.DecimalField(label="Budget per submission (USD)", min_value=Decimal("0.000001"), max_digits=12,
-                                    decimal_places=6)
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["judge_model"].choices = [("", "the default model")] + [(n, n) for n in configured_models()]
+    judge_model = ConfiguredModelField(default_label="the default model",
+                                       help_text="The LLM that judges each submission.")
+    budget_usd = BudgetField(label="Budget per submission (USD)")
 
 
 class TokenForm(forms.Form):
