@@ -110,6 +110,8 @@ class LLMStep(Generic[S]):
         self.on_requests = on_requests
         self.run = run
         self._given_run = run is not None
+        if run is not None:  # what the run spent before counts, also when nothing is left to send
+            report.run_id, report.spent_usd = run.pk, run.spent_usd
         self._budget_reached = False  # by any batch: a later batch that fits must not hide it
 
     def skip(self, subject: S, reason: str) -> None:

@@ -58,7 +58,7 @@ def _move(run: StepRun, event: str, condition: Q | None = None, **fields) -> Ste
     return run
 
 
-def paid():
+def _cost_paid():
     """The run's cost as an update expression: what its ``LLMRun``'s calls were charged, every attempt's
     (``spent_usd``, the sum of the calls' costs, written with them). A run without one keeps its figure."""
     spent = LLMRun.objects.filter(pk=OuterRef("llm_run_id")).values("spent_usd")[:1]
@@ -67,8 +67,7 @@ def paid():
 
 def _open_llm_run(run: StepRun) -> None:
     """The ``LLMRun`` every attempt of the run charges, capped by the run's budget."""
-    llm_run = create_run(name=f"step run {run.pk}: {run.kind} ({run.model})", budget_usd=run.budget_usd,
-                         purpose=run.kind)
+    llm_run = create_run(name=f"step run {run.pk} ({run.kind})", budget_usd=run.budget_usd, purpose=run.kind)
     StepRun.objects.filter(pk=run.pk, llm_run__isnull=True).update(llm_run=llm_run)
     run.refresh_from_db()
 
@@ -103,7 +102,7 @@ def take_over(run: StepRun) -> StepRun:
     same ``LLMRun``, so its budget cap covers what was spent before."""
     with transaction.atomic():
         run = _move(run, "take_over", Q(heartbeat_at__lt=stale_before()) | Q(heartbeat_at__isnull=True),
-                    heartbeat_at=timezone.now(), attempts=F("attempts") + 1, done=0, total=0, cost_usd=paid())
+                    heartbeat_at=timezone.now(), attempts=F("attempts") + 1, done=0, total=0, cost_usd=_cost_paid())
         if run.llm_run_id is None:  # begun before runs had one
             _open_llm_run(run)
     return run
@@ -118,7 +117,7 @@ def record_progress(run: StepRun, *, answered: int = 0, added: int = 0) -> None:
     """Count answered requests and newly announced requests, and bring the cost up to what the run's
     calls were charged (only while running)."""
     changed = StepRun.objects.filter(pk=run.pk, status=S.RUNNING).update(
-        done=F("done") + answered, total=F("total") + added, cost_usd=paid(), heartbeat_at=timezone.now(),
+        done=F("done") + answered, total=F("total") + added, cost_usd=_cost_paid(), heartbeat_at=timezone.now(),
     )
     if not changed:
         raise RunConflict(f"step run {run.pk} is not running; its progress is not recorded")
@@ -135,11 +134,11 @@ def finish(run: StepRun, *, budget_reached: bool, summary: str, failures: list[s
     """The step returned: running → succeeded, or → stopped when the budget cut it short."""
     return _move(
         run, "stop" if budget_reached else "succeed", finished_at=timezone.now(), summary=summary,
-        failures=clean_messages(failures), cost_usd=paid(), result=result,
+        failures=clean_messages(failures), cost_usd=_cost_paid(), result=result,
     )
 
 
 def fail(run: StepRun, message: str) -> StepRun:
     """The step could not run or broke off: queued or running → failed, with the reason."""
     return _move(run, "fail", finished_at=timezone.now(), summary=str(message)[:MAX_MESSAGE_CHARACTERS],
-                 cost_usd=paid())
+                 cost_usd=_cost_paid())
