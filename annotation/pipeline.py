@@ -23,6 +23,7 @@ from datasets_app.reference_generation import (
     generate_references,
 )
 from llm.client import LLMClient, LLMResult, configured_model
+from llm.models import LLMRun
 
 from . import services
 from .models import CollectionRound, WorkItem
@@ -189,6 +190,7 @@ def generate_and_route_references(
     instances: Iterable[Instance] | None = None,
     model: str | None = None,
     budget_usd: Decimal | float | str | None = None,
+    run: LLMRun | None = None,
     verification_round: CollectionRound | None = None,
     progress: Callable[[LLMResult], object] | None = None,
     on_requests: Callable[[int], object] | None = None,
@@ -196,7 +198,7 @@ def generate_and_route_references(
 ) -> PipelineReport:
     """Generate reference candidates and open a verification item for each new one."""
     report = generate_references(
-        instances=instances, model=model, budget_usd=budget_usd, progress=progress,
+        instances=instances, model=model, budget_usd=budget_usd, run=run, progress=progress,
         on_requests=on_requests, client=client,
     )
     candidates = ReferenceCandidate.objects.filter(pk__in=report.candidate_ids).select_related("instance")
@@ -286,6 +288,7 @@ def regenerate_discarded(
     instance_ids: Iterable[int] | None = None,
     model: str | None = None,
     budget_usd: Decimal | float | str | None = None,
+    run: LLMRun | None = None,
     verification_round: CollectionRound | None = None,
     progress: Callable[[LLMResult], object] | None = None,
     on_requests: Callable[[int], object] | None = None,
@@ -305,7 +308,7 @@ def regenerate_discarded(
         for instance in instances:
             instance_status.regenerate(instance)
     report = generate_and_route_references(
-        instances=instances, model=model, budget_usd=budget_usd, verification_round=verification_round,
+        instances=instances, model=model, budget_usd=budget_usd, run=run, verification_round=verification_round,
         progress=progress, on_requests=on_requests, client=client,
     )
     report.reset_instances = [instance.pk for instance in instances]

@@ -20,6 +20,7 @@ from pathlib import Path
 from django.db import transaction
 
 from llm.client import LLMClient, LLMResult, chat_request, configured_model
+from llm.models import LLMRun
 from llm.steps import LLMStep, StepReport
 
 from .models import Instance, ModelOutput, Source
@@ -292,6 +293,7 @@ def generate_outputs(
     instances: Iterable[Instance] | None = None,
     output_name: str | None = None,
     budget_usd: Decimal | float | str | None = None,
+    run: LLMRun | None = None,
     progress: Callable[[LLMResult], object] | None = None,
     on_requests: Callable[[int], object] | None = None,
     client: LLMClient | None = None,
@@ -302,7 +304,8 @@ def generate_outputs(
     ``instances`` defaults to the verified ones; instances that already have an output under that
     name are skipped. With ``base_url`` the request goes to that server with ``api_key`` (no key
     by default: the configured key belongs to the configured server and is never sent elsewhere).
-    Raises ``LLMNotConfigured`` (nothing written) without a server.
+    The requests are charged to ``run`` when given (its cap applies), otherwise to a new run capped
+    at ``budget_usd``. Raises ``LLMNotConfigured`` (nothing written) without a server.
     """
     if client is None and base_url:
         client = LLMClient(base_url=base_url, api_key=api_key or "")
@@ -313,7 +316,7 @@ def generate_outputs(
     instances = list(instances)
     report = OutputGenerationReport(model=name, requested=len(instances))
     step = LLMStep(report=report, purpose=PURPOSE, failure=lambda instance, reason: OutputFailure(instance.pk, reason),
-                   client=client, progress=progress, on_requests=on_requests)
+                   client=client, progress=progress, on_requests=on_requests, run=run)
     have = set(ModelOutput.objects.filter(model_name=name, instance__in=instances)
                .values_list("instance_id", flat=True))
     todo = [instance for instance in instances if instance.pk not in have]

@@ -18,7 +18,7 @@ from decimal import Decimal
 from django.db import transaction
 
 from llm.client import LLMClient, LLMResult, chat_request, configured_model
-from llm.models import PromptTemplate
+from llm.models import LLMRun, PromptTemplate
 from llm.services import ensure_default_templates, render_template
 from llm.steps import Answer, LLMStep, StepReport
 
@@ -114,6 +114,7 @@ def generate_references(
     instances: Iterable[Instance] | None = None,
     model: str | None = None,
     budget_usd: Decimal | float | str | None = None,
+    run: LLMRun | None = None,
     progress: Callable[[LLMResult], object] | None = None,
     on_requests: Callable[[int], object] | None = None,
     client: LLMClient | None = None,
@@ -124,13 +125,15 @@ def generate_references(
     reason. An answered instance gets a ``ReferenceCandidate`` and moves to
     ``awaiting_verification``; a failed one stays where it is and is listed in the report.
     ``on_requests(n)`` is told how many requests are about to be sent, ``progress(result)`` is
-    called per finished request. Raises ``LLMNotConfigured`` (nothing written) without a server.
+    called per finished request. The requests are charged to ``run`` when given (its cap applies),
+    otherwise to a new run capped at ``budget_usd``. Raises ``LLMNotConfigured`` (nothing written)
+    without a server.
     """
     model_name = configured_model(model, client)
     instances = instances_awaiting_reference() if instances is None else list(instances)
     report = ReferenceReport(requested=len(instances))
     step = LLMStep(report=report, purpose=PURPOSE, failure=lambda instance, reason: ReferenceFailure(instance.pk, reason),
-                   client=client, progress=progress, on_requests=on_requests)
+                   client=client, progress=progress, on_requests=on_requests, run=run)
     ready: list[tuple[Instance, list[str]]] = []
     for instance in instances:
         if instance.status != Instance.Status.AWAITING_REFERENCE:

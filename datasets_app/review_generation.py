@@ -25,6 +25,7 @@ from django.db import transaction
 
 from llm.client import LLMClient, LLMResult, chat_request, configured_model
 from llm.images import data_url
+from llm.models import LLMRun
 from llm.services import ensure_template, render_template
 from llm.steps import Answer, LLMStep, StepReport
 
@@ -191,6 +192,7 @@ def generate_review_sets(
     languages: Sequence[str] = ("en", "ja"),
     model: str | None = None,
     budget_usd: Decimal | float | str | None = None,
+    run: LLMRun | None = None,
     seed: int | None = None,
     client: LLMClient | None = None,
     on_requests: Callable[[int], object] | None = None,
@@ -203,7 +205,8 @@ def generate_review_sets(
     a ``seed`` (sent to the server) makes new requests and so new answers.
     ``on_requests(n)`` is told how many requests a batch is about to send (first pass, then the
     retries) and ``progress(result)`` is called per finished request, for a progress bar.
-    The sets are stored in ``project`` when given.
+    The sets are stored in ``project`` when given. The requests are charged to ``run`` when given (its
+    cap applies), otherwise to a new run capped at ``budget_usd``.
     Raises ``LLMNotConfigured`` (nothing written) when no LLM server or model is set.
     """
     unknown = [language for language in languages if language not in TEMPLATE_NAMES]
@@ -224,7 +227,7 @@ def generate_review_sets(
 
     ensure_review_templates()
     step = LLMStep(report=report, purpose=PURPOSE, client=client, progress=progress, on_requests=on_requests,
-                   failure=lambda pair, reason: GenerationFailure(pair[0].pk, pair[1], reason))
+                   run=run, failure=lambda pair, reason: GenerationFailure(pair[0].pk, pair[1], reason))
     step.start(name=f"IRR review generation ({model_name}, {len(todo)} image/language pairs)", budget_usd=budget_usd)
     sampling = {"temperature": 0} if seed is None else {"temperature": 0, "seed": seed}
     jobs = []

@@ -88,7 +88,8 @@ class Answer(Generic[S]):
 
 class LLMStep(Generic[S]):
     """Runs a step's requests and keeps its report. ``failure(subject, reason)`` makes the
-    step's failure record (it names the subject the way the step's users know it)."""
+    step's failure record (it names the subject the way the step's users know it). With ``run``,
+    the requests are charged to that run (and kept to its cap) instead of one ``start`` opens."""
 
     def __init__(
         self,
@@ -99,6 +100,7 @@ class LLMStep(Generic[S]):
         client: LLMClient | None = None,
         progress: Callable[[LLMResult], object] | None = None,
         on_requests: Callable[[int], object] | None = None,
+        run: LLMRun | None = None,
     ) -> None:
         self.report = report
         self.purpose = purpose
@@ -106,7 +108,10 @@ class LLMStep(Generic[S]):
         self.client = client
         self.progress = progress
         self.on_requests = on_requests
-        self.run: LLMRun | None = None
+        self.run = run
+        self._given_run = run is not None
+        if run is not None:  # what the run spent before counts, also when nothing is left to send
+            report.run_id, report.spent_usd = run.pk, run.spent_usd
         self._budget_reached = False  # by any batch: a later batch that fits must not hide it
 
     def skip(self, subject: S, reason: str) -> None:
@@ -124,10 +129,13 @@ class LLMStep(Generic[S]):
             return None
 
     def start(self, *, name: str, budget_usd: Decimal | float | str | None) -> LLMRun:
-        """The run every request of this call is charged to (and capped by)."""
+        """The run every request of this call is charged to (and capped by): the one given, or a new
+        one with ``budget_usd``."""
+        if self._given_run and budget_usd is not None:
+            raise ValueError("give the step a run to charge or a budget, not both: the run's cap applies")
         if self.run is None:
             self.run = create_run(name=name, budget_usd=budget_usd, purpose=self.purpose)
-            self.report.run_id = self.run.pk
+        self.report.run_id = self.run.pk
         return self.run
 
     def results(self, jobs: Sequence[Job[S]]) -> list[LLMResult]:

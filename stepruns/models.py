@@ -1,6 +1,7 @@
 """Background runs of the pipeline's LLM steps, started from the project board.
 
-A run's status is owned by ``stepruns.lifecycle``: nothing else assigns it.
+A run's status and counters (progress, cost) are owned by ``stepruns.lifecycle``: nothing else
+assigns them.
 """
 from __future__ import annotations
 
@@ -31,11 +32,14 @@ class StepRun(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
     done = models.PositiveIntegerField(default=0, help_text="Requests answered so far.")
     total = models.PositiveIntegerField(default=0, help_text="Requests the step has sent or will send.")
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0),
+                                   help_text="What the run's LLM calls were charged, every attempt's (kept up "
+                                             "to date from its LLM run by stepruns.lifecycle).")
     failures = models.JSONField(default=list, blank=True, help_text="Messages, one per failed subject.")
     summary = models.TextField(blank=True)
     result = models.JSONField(default=dict, blank=True, help_text="Ids of what the step stored.")
-    llm_run = models.ForeignKey("llm.LLMRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    llm_run = models.ForeignKey("llm.LLMRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                help_text="The LLM run every attempt charges, capped by the budget.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from decimal import ROUND_DOWN, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
@@ -25,7 +25,6 @@ logger = logging.getLogger(__name__)
 
 BUDGET_DECIMAL_PLACES = 6  # StepRun.budget_usd and LLMRun.budget_usd
 MAX_BUDGET_USD = Decimal("1000000")
-BUDGET_STEP = Decimal(1).scaleb(-BUDGET_DECIMAL_PLACES)
 
 
 def clean_budget(value) -> Decimal:
@@ -85,22 +84,18 @@ def execute_run(run_id: int) -> StepRun:
         return run
     run = lifecycle.begin(run) if run.status == StepRun.Status.QUEUED else lifecycle.take_over(run)
     step_kind = KINDS.get(run.kind)
-    # What an earlier attempt spent stays spent: this attempt may use the rest of the budget.
-    spent_before = run.cost_usd
-    budget = run.budget_usd
-    if budget is not None and spent_before:
-        budget = max(budget - spent_before, Decimal(0)).quantize(BUDGET_STEP, rounding=ROUND_DOWN)
 
     def on_requests(count: int) -> None:
         lifecycle.record_progress(run, added=count)
 
     def progress(result) -> None:
-        cost = result.cost_usd if (result.cost_usd is not None and not result.cached) else Decimal(0)
-        lifecycle.record_progress(run, answered=1, cost_usd=cost)
+        lifecycle.record_progress(run, answered=1)
 
     with Heartbeat(run):
         try:
-            outcome = step_kind.execute(project=run.project, model=run.model, budget_usd=budget,
+            # Every attempt charges the run's own LLMRun: its cap is the run's budget, and what earlier
+            # attempts spent is already in it.
+            outcome = step_kind.execute(project=run.project, model=run.model, llm_run=run.llm_run,
                                         parameters=run.parameters, progress=progress, on_requests=on_requests)
         except LLMNotConfigured as error:
             return lifecycle.fail(run, f"The LLM is not configured: {error}")
@@ -111,8 +106,7 @@ def execute_run(run_id: int) -> StepRun:
             return lifecycle.fail(run, f"the step broke off with an internal error ({type(error).__name__}); "
                                        "see the server log")
     return lifecycle.finish(run, budget_reached=outcome.budget_reached, summary=outcome.summary,
-                            failures=outcome.failures, cost_usd=spent_before + outcome.spent_usd,
-                            result=outcome.result, llm_run_id=outcome.llm_run_id)
+                            failures=outcome.failures, result=outcome.result)
 
 
 class Heartbeat:

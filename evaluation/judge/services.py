@@ -21,6 +21,7 @@ from datasets_app.models import AcceptedReference, Instance, ModelOutput
 from datasets_app.reference_generation import current_instruction_captions
 from evaluation.core.ratings import compute_ratings
 from llm.client import LLMClient, LLMResult, chat_request, configured_model
+from llm.models import LLMRun
 from llm.steps import Job, LLMStep, StepReport
 
 from ..models import JudgedBattle
@@ -144,6 +145,7 @@ def judge_pairs(
     judge_model: str | None = None,
     extractor_model: str | None = None,
     budget_usd: Decimal | float | str | None = None,
+    run: LLMRun | None = None,
     client: LLMClient | None = None,
     progress: Callable[[LLMResult], object] | None = None,
     on_requests: Callable[[int], object] | None = None,
@@ -155,15 +157,16 @@ def judge_pairs(
 
     ``with_reference`` shows the judge the human-verified reference (the paper's GPT4-ref); then
     only instances with an accepted reference are judged. ``extractor_model`` (default: the judge
-    model) reads verdicts out of answers without the closing phrase. Raises ``LLMNotConfigured``
-    or ``JudgeInputError`` before anything is written.
+    model) reads verdicts out of answers without the closing phrase. The requests are charged to
+    ``run`` when given (its cap applies), otherwise to a new run capped at ``budget_usd``. Raises
+    ``LLMNotConfigured`` or ``JudgeInputError`` before anything is written.
     """
     judge = configured_model(judge_model, client)
     extractor = configured_model(extractor_model, client) if extractor_model else judge
     models = _check_models(models, against_reference=against_reference)
     report = JudgeReport(judge_model=judge, extractor_model=extractor, with_reference=with_reference)
     step = LLMStep(report=report, purpose=PURPOSE, client=client, progress=progress, on_requests=on_requests,
-                   failure=lambda subject, reason: JudgeFailure(subject[0].instance.pk, subject[0].model_a,
+                   run=run, failure=lambda subject, reason: JudgeFailure(subject[0].instance.pk, subject[0].model_a,
                                                                 subject[0].model_b, subject[1], reason))
     involving = _check_involving(involving, models)
     pairs = _pairs(models, with_reference=with_reference, against_reference=against_reference,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from django import forms
 
+from llm.models import LLMRun
 from llm.steps import StepReport
 
 from ..errors import RunRefused
@@ -23,8 +23,6 @@ class StepOutcome:
     summary: str
     failures: list[str] = field(default_factory=list)
     budget_reached: bool = False
-    spent_usd: Decimal = Decimal(0)
-    llm_run_id: int | None = None
     result: dict = field(default_factory=dict)
 
 
@@ -35,8 +33,7 @@ def outcome_of(report: StepReport, *, subject: Callable[[Any], str], result: dic
     messages += [f"{subject(skipped)}: skipped: {skipped.reason}" for skipped in report.skipped]
     return StepOutcome(
         summary=summary if summary is not None else report.summary(),
-        failures=messages, budget_reached=report.budget_reached, spent_usd=report.spent_usd,
-        llm_run_id=report.run_id, result=result or {},
+        failures=messages, budget_reached=report.budget_reached, result=result or {},
     )
 
 
@@ -83,6 +80,7 @@ class StepKind:
         """How many subjects this step would work on now."""
         raise NotImplementedError
 
-    def execute(self, *, project, model: str, budget_usd: Decimal | None, parameters: dict,
+    def execute(self, *, project, model: str, llm_run: LLMRun, parameters: dict,
                 progress: Callable, on_requests: Callable) -> StepOutcome:
+        """Run the step, charging every request to ``llm_run`` (and keeping to its budget cap)."""
         raise NotImplementedError

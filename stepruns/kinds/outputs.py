@@ -30,8 +30,8 @@ class GenerateOutputs(StepKind):
     def pending(self, *, project, parameters=None) -> int:
         return project_instances(project).filter(status=Instance.Status.VERIFIED).count()
 
-    def execute(self, *, project, model, budget_usd, parameters, progress, on_requests):
+    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
         instances = project_instances(project).filter(status=Instance.Status.VERIFIED).order_by("pk")
         report = generate_outputs(model=model, instances=instances, output_name=parameters.get("output_name"),
-                                  budget_usd=budget_usd, progress=progress, on_requests=on_requests)
+                                  run=llm_run, progress=progress, on_requests=on_requests)
         return outcome_of(report, subject=instance_subject, result={"model": report.model})

@@ -37,10 +37,10 @@ class GenerateReferences(StepKind):
     def pending(self, *, project, parameters=None) -> int:
         return len(self._ids(project))
 
-    def execute(self, *, project, model, budget_usd, parameters, progress, on_requests):
+    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
         instances = list(project_instances(project).filter(pk__in=self._ids(project)).select_related("family")
                          .order_by("pk"))
-        report = generate_and_route_references(instances=instances, model=model, budget_usd=budget_usd,
+        report = generate_and_route_references(instances=instances, model=model, run=llm_run,
                                                progress=progress, on_requests=on_requests)
         return _pipeline_outcome(report)
 
@@ -69,8 +69,8 @@ class RegenerateReferences(StepKind):
     def pending(self, *, project, parameters=None) -> int:
         return len(self._ids(project, parameters))
 
-    def execute(self, *, project, model, budget_usd, parameters, progress, on_requests):
+    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
         report = regenerate_discarded(reasons=parameters["reasons"], instance_ids=self._ids(project, parameters),
-                                      model=model, budget_usd=budget_usd, progress=progress,
+                                      model=model, run=llm_run, progress=progress,
                                       on_requests=on_requests)
         return _pipeline_outcome(report)

@@ -30,9 +30,9 @@ class GenerateReviews(StepKind):
         generated = ReviewSet.objects.filter(project=project, source=Source.LLM, language__in=languages).count()
         return max(0, self._images(project).count() * len(languages) - generated)
 
-    def execute(self, *, project, model, budget_usd, parameters, progress, on_requests):
+    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
         report = generate_review_sets(images=self._images(project), languages=parameters["languages"], model=model,
-                                      budget_usd=budget_usd, progress=progress, on_requests=on_requests,
+                                      run=llm_run, progress=progress, on_requests=on_requests,
                                       project=project)
         return outcome_of(report, subject=lambda failure: f"image {failure.image_id} ({failure.language})",
                           result={"review_set_ids": report.review_set_ids})

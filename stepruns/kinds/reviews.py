@@ -9,7 +9,6 @@ from evaluation.rankers.registry import RANKERS, make_ranker, ranker_class
 from evaluation.selectors import review_items
 from evaluation.services import rank_and_store
 from llm.models import LLMRun
-from llm.services import create_run
 
 from .base import NoParameters, StepKind, StepOutcome
 
@@ -41,18 +40,15 @@ class RankReviews(StepKind):
     def pending(self, *, project, parameters=None) -> int:
         return len(self._items(project, parameters))
 
-    def execute(self, *, project, model, budget_usd, parameters, progress, on_requests):
+    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
         name = parameters["ranker"]
         items = self._items(project, parameters)
-        run = create_run(name=f"IRR {name} ranking ({model}, {len(items)} review sets)", budget_usd=budget_usd,
-                         purpose=f"irr_{name.replace('-', '_')}")
-        ranker = make_ranker(name, model=model, run=run, progress=progress, on_requests=on_requests)
+        ranker = make_ranker(name, model=model, run=llm_run, progress=progress, on_requests=on_requests)
         outcome = rank_and_store(ranker=ranker, ranker_kind=name, items=items)
-        run.refresh_from_db(fields=["spent_usd", "status"])
+        llm_run.refresh_from_db(fields=["status"])
         scored = outcome.scores["item_id"].nunique()
         return StepOutcome(
             summary=f"{name}: {scored} of {len(items)} review sets scored ({outcome.stored} review scores stored)",
             failures=[f"review set {missing.item_id}: {missing.reason}" for missing in outcome.unscored],
-            budget_reached=run.status == LLMRun.Status.BUDGET_EXCEEDED, spent_usd=run.spent_usd,
-            llm_run_id=run.pk,
+            budget_reached=llm_run.status == LLMRun.Status.BUDGET_EXCEEDED,
         )

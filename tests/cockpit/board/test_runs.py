@@ -11,7 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from datasets_app.models import Instance, ReferenceCandidate
-from llm.models import LLMRun
+from llm.models import LLMCall, LLMRun
+from llm.selectors import run_cost_from_calls
+from stepruns import lifecycle
 from stepruns.models import StepRun
 from stepruns.services import execute_run, resume_stale_runs, start_run
 
@@ -221,9 +223,14 @@ def test_resume_step_runs_carries_on_runs_whose_worker_is_gone(project, research
     (Killing a real Celery worker mid-run: tests/faults/test_celery_worker_killed.py.)"""
     llm_settings.STEP_RUN_STALE_SECONDS = 60
     long_ago = timezone.now() - timedelta(seconds=120)
-    lost = StepRun.objects.create(project=project, kind="generate_references", model=MODEL, created_by=researcher,
-                                  budget_usd=Decimal("1"), status=StepRun.Status.RUNNING, attempts=1,
-                                  started_at=long_ago, heartbeat_at=long_ago, cost_usd=Decimal("0.4"), done=2, total=3)
+    lost = lifecycle.begin(StepRun.objects.create(project=project, kind="generate_references", model=MODEL,
+                                                  created_by=researcher, budget_usd=Decimal("1")))
+    # The lost worker paid 0.4 for an answer it could not use (a failed call stays out of the cache).
+    LLMCall.objects.create(run=lost.llm_run, request_hash="lost", endpoint="chat", model=MODEL, request={},
+                           status=LLMCall.Status.FAILED, cost_usd=Decimal("0.4"))
+    LLMRun.objects.filter(pk=lost.llm_run_id).update(spent_usd=Decimal("0.4"))
+    lifecycle.record_progress(lost, added=3, answered=2)
+    StepRun.objects.filter(pk=lost.pk).update(heartbeat_at=long_ago)
     live = StepRun.objects.create(project=project, kind="generate_references", model=MODEL, created_by=researcher,
                                   budget_usd=Decimal("1"), status=StepRun.Status.RUNNING, attempts=1,
                                   started_at=long_ago, heartbeat_at=timezone.now())
@@ -233,8 +240,9 @@ def test_resume_step_runs_carries_on_runs_whose_worker_is_gone(project, research
     lost.refresh_from_db()
     assert (lost.status, lost.attempts, lost.done, lost.total) == (StepRun.Status.SUCCEEDED, 2, 3, 3)
     llm_run = LLMRun.objects.get(pk=lost.llm_run_id)
-    assert llm_run.budget_usd == Decimal("0.6")  # the rest of the budget
-    assert lost.cost_usd == Decimal("0.4") + llm_run.spent_usd
+    # Both attempts charged the one LLM run, capped at the whole budget: the 0.4 spent before is in it.
+    assert llm_run.budget_usd == Decimal("1") and llm_run.calls.count() == 4
+    assert lost.cost_usd == llm_run.spent_usd == run_cost_from_calls(llm_run) > Decimal("0.4")
     assert StepRun.objects.get(pk=live.pk).attempts == 1
 
     queued = StepRun.objects.create(project=project, kind="generate_references", model=MODEL, created_by=researcher,
