@@ -24,6 +24,7 @@ from .models import StepRun
 logger = logging.getLogger(__name__)
 
 BUDGET_DECIMAL_PLACES = 6  # StepRun.budget_usd and LLMRun.budget_usd
+BUDGET_STEP = Decimal(1).scaleb(-BUDGET_DECIMAL_PLACES)  # the smallest budget, and its unit
 MAX_BUDGET_USD = Decimal("1000000")
 
 
