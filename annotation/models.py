@@ -356,6 +356,12 @@ class WorkItem(models.Model):
 
     class Meta:
         ordering = ["round_id", "position"]
+        indexes = [
+            # "Next task" walks the round's open items in position order: without this, every claim
+            # steps over the completed ones first, and so costs more the further a round has got.
+            models.Index(fields=["round", "position"], condition=Q(completed_at__isnull=True),
+                         name="open_item_position_per_round"),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["round", "position"], name="work_item_position_per_round"),
             models.CheckConstraint(condition=_any_target(), name="work_item_has_a_target"),

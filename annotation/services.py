@@ -21,6 +21,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from crowdbench.errors import ServiceError
+from crowdbench.prepared import PreparedQuery
 
 from . import consent, guardrails
 from .auth import IN_WORKER_GROUP
@@ -491,25 +492,39 @@ class WorkerFacts:
 def read_round_for_worker(*, round_id: Any, worker: Worker) -> CollectionRound:
     """The round as it is now, with ``round.worker_facts`` (``WorkerFacts``) about the worker, in one
     query. Raises ``CollectionRound.DoesNotExist``. The facts hold for the request that read them."""
-    mine = Assignment.objects.filter(round=OuterRef("pk"), worker=worker)
-    row = (
-        CollectionRound.objects.filter(pk=round_id)
-        .annotate(
-            facts_failed_checks=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED, gold_passed=False)),
-            facts_done=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED)),
-            facts_items=_count_per_round(WorkItem.objects.filter(round=OuterRef("pk"))),
-            facts_qualified=Exists(Qualification.objects.filter(worker=worker, project=OuterRef("project_id"))),
-            facts_consent=Subquery(ConsentDecision.objects.filter(round=OuterRef("pk"), worker=worker, accepted=True)
-                                   .values("text_sha256")[:1]),
-            facts_open=Exists(mine.filter(status=Assignment.Status.ASSIGNED)),
-        )
-        .get()
-    )
+    try:
+        round_id = int(round_id)
+    except (TypeError, ValueError):
+        raise CollectionRound.DoesNotExist from None
+    row = _round_with_worker_facts.first(round_id=round_id, worker_id=worker.pk)
+    if row is None:
+        raise CollectionRound.DoesNotExist
     row.worker_facts = WorkerFacts(
         worker_id=worker.pk, failed_checks=row.facts_failed_checks, done=row.facts_done, items=row.facts_items,
         qualified=row.facts_qualified, consent_sha256=row.facts_consent, has_open_assignment=row.facts_open,
     )
     return row
+
+
+def _build_round_with_worker_facts(_shape, round_id: int, worker_id: int):
+    mine = Assignment.objects.filter(round=OuterRef("pk"), worker=worker_id)
+    return (
+        CollectionRound.objects.filter(pk=round_id)
+        .annotate(
+            facts_failed_checks=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED, gold_passed=False)),
+            facts_done=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED)),
+            facts_items=_count_per_round(WorkItem.objects.filter(round=OuterRef("pk"))),
+            facts_qualified=Exists(Qualification.objects.filter(worker=worker_id, project=OuterRef("project_id"))),
+            facts_consent=Subquery(ConsentDecision.objects.filter(round=OuterRef("pk"), worker=worker_id, accepted=True)
+                                   .values("text_sha256")[:1]),
+            facts_open=Exists(mine.filter(status=Assignment.Status.ASSIGNED)),
+        )
+        .order_by()[:1]
+    )
+
+
+# Every "next task" reads it: compiled once (``crowdbench.prepared``).
+_round_with_worker_facts = PreparedQuery(_build_round_with_worker_facts)
 
 
 def worker_facts(*, round: CollectionRound, worker: Worker) -> WorkerFacts | None:
@@ -604,16 +619,8 @@ def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, p
     handler = get_task_type(round.task_type)
     try:
         with transaction.atomic():
-            item = (
-                WorkItem.objects.select_for_update(skip_locked=True, no_key=True, of=("self",))
-                .select_related(*handler.target_fields, *handler.shown_with_item)
-                .filter(round=round, completed_at__isnull=True)
-                .exclude(pk__in=Assignment.objects.filter(worker=worker, round=round).values("item"))
-                .annotate(taken=_slots_taken_subquery())
-                .filter(taken__lt=round.workers_per_item)
-                .order_by("position")
-                .first()
-            )
+            item = _first_free_item.first((*handler.target_fields, *handler.shown_with_item),
+                                          round_id=round.pk, worker_id=worker.pk, needed=round.workers_per_item)
             if item is None or not item_fits(item=item, handler=handler):
                 raise _NotClaimed
             item.round = round
@@ -626,6 +633,24 @@ def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, p
     except (_NotClaimed, IntegrityError):
         # IntegrityError: a concurrent request of the same worker took a task first.
         return None
+
+
+def _build_first_free_item(related: tuple, round_id: int, worker_id: int, needed: int):
+    """The first item (by position) of the round with a slot free and none of the worker's, locked
+    unless another request holds it; with ``related`` (the task type's targets) joined."""
+    return (
+        WorkItem.objects.select_for_update(skip_locked=True, no_key=True, of=("self",))
+        .select_related(*related)
+        .filter(round=round_id, completed_at__isnull=True)
+        .exclude(pk__in=Assignment.objects.filter(worker=worker_id, round=round_id).values("item"))
+        .annotate(taken=_slots_taken_subquery())
+        .filter(taken__lt=needed)
+        .order_by("position")[:1]
+    )
+
+
+# The quick claim of every "next task": compiled once per task type's joins (``crowdbench.prepared``).
+_first_free_item = PreparedQuery(_build_first_free_item)
 
 
 def _insert_if_slot_free(assignment: Assignment, *, needed: int) -> bool:
@@ -821,15 +846,7 @@ def _locked_assignment_of(*, assignment_id: Any, worker: Worker, with_item: bool
         assignment_id = int(assignment_id)
     except (TypeError, ValueError):
         raise AssignmentNotFound(_("Unknown assignment.")) from None
-    # Lock only the assignment row: locking the joined round or item would serialise everything.
-    # The worker is the one in hand.
-    assignment = (
-        Assignment.objects.select_for_update(no_key=True, of=("self",))
-        .select_related("round", *(["item"] if with_item else []))
-        .filter(pk=assignment_id)
-        .order_by()
-        .first()
-    )
+    assignment = _locked_assignment.first(with_item, assignment_id=assignment_id)
     if assignment is None:
         raise AssignmentNotFound(_("Unknown assignment."))
     if assignment.worker_id != worker.pk:
@@ -838,16 +855,30 @@ def _locked_assignment_of(*, assignment_id: Any, worker: Worker, with_item: bool
     return assignment
 
 
+def _build_locked_assignment(with_item: bool, assignment_id: int):
+    # Lock only the assignment row: locking the joined round or item would serialise everything.
+    # The worker is the one in hand.
+    return (Assignment.objects.select_for_update(no_key=True, of=("self",))
+            .select_related("round", *(["item"] if with_item else [])).filter(pk=assignment_id).order_by()[:1])
+
+
+def _build_locked_item(targets: tuple, item_id: int):
+    return (WorkItem.objects.select_for_update(no_key=True, of=("self",)).select_related(*targets)
+            .filter(pk=item_id).order_by()[:1])
+
+
+# Every submission reads both: compiled once (``crowdbench.prepared``).
+_locked_assignment = PreparedQuery(_build_locked_assignment)
+_locked_item_with_targets = PreparedQuery(_build_locked_item)
+
+
 def _locked_item(*, item_id: int, round: CollectionRound, handler) -> WorkItem:
     """The item row locked (FOR NO KEY UPDATE, the item only) with its task type's targets, so
     checking it costs no query. The lock a submission takes to complete the item; taken before the
     assignment changes, after the assignment's own lock (the order every writer keeps)."""
-    item = (
-        WorkItem.objects.select_for_update(no_key=True, of=("self",))
-        .select_related(*handler.target_fields)
-        .order_by()
-        .get(pk=item_id)
-    )
+    item = _locked_item_with_targets.first(tuple(handler.target_fields), item_id=item_id)
+    if item is None:
+        raise WorkItem.DoesNotExist
     item.round = round
     return item
 

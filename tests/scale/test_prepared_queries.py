@@ -1,0 +1,148 @@
+"""Querysets compiled once (``crowdbench.prepared``): the same SQL and the same instances as the ORM's
+own queryset, for every parameter value; refused when a parameter cannot be bound safely."""
+import threading
+
+import pytest
+from django.db import connection, connections, transaction
+from django.db.models import Count
+from django.db.transaction import TransactionManagementError
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation import services
+from annotation.models import Assignment, WorkItem
+from crowdbench.prepared import PreparedQuery, PreparedQueryError
+
+from ..annotation.factories import make_instance, make_outputs, make_round, make_worker_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def items_of(shape, round_id: int, position: int):
+    return (WorkItem.objects.select_related(*shape).filter(round=round_id, position__gte=position)
+            .annotate(judgments=Count("assignments")).order_by("position"))
+
+
+@pytest.fixture
+def two_rounds():
+    rounds = []
+    for _ in range(2):
+        pairs = [tuple(make_outputs(instance=make_instance())) for _ in range(3)]
+        rounds.append(make_round(task_type="pairwise", targets=pairs, workers_per_item=2))
+    return rounds
+
+
+def test_the_sql_and_the_instances_are_the_orms_for_every_parameter_value(two_rounds):
+    prepared = PreparedQuery(items_of)
+    shape = ("output_a__instance", "output_b")
+    for round in two_rounds:
+        for position in range(4):
+            with CaptureQueriesContext(connection) as orm_queries:
+                expected = list(items_of(shape, round.pk, position))
+            with CaptureQueriesContext(connection) as prepared_queries:
+                got = prepared.all(shape, round_id=round.pk, position=position)
+            assert [query["sql"] for query in prepared_queries] == [query["sql"] for query in orm_queries]
+            assert [item.pk for item in got] == [item.pk for item in expected]
+            assert [item.judgments for item in got] == [item.judgments for item in expected]
+            for mine, theirs in zip(got, expected):
+                # Joined rows come with the item: reading them costs no query.
+                with CaptureQueriesContext(connection) as reads:
+                    assert mine.output_a.instance.instruction == theirs.output_a.instance.instruction
+                    assert mine.output_b.text == theirs.output_b.text
+                assert len(reads) == 0
+    assert len(prepared._compiled) == 1
+
+
+def test_each_shape_is_built_and_compiled_once(two_rounds):
+    builds = []
+
+    def counted(shape, round_id: int, position: int):
+        builds.append(shape)
+        return items_of(shape, round_id, position)
+
+    prepared = PreparedQuery(counted)
+    for round in two_rounds:
+        prepared.all(("output_a",), round_id=round.pk, position=0)
+        prepared.all(("output_b",), round_id=round.pk, position=1)
+    assert builds == [("output_a",), ("output_b",)]
+
+
+def test_a_parameter_missing_from_the_sql_or_transformed_is_refused():
+    unused = PreparedQuery(lambda shape, round_id: WorkItem.objects.all())
+    with pytest.raises(PreparedQueryError, match="round_id"):
+        unused.all(round_id=1)
+
+    def contains(shape, text: str):
+        return WorkItem.objects.filter(side_a_name__contains=text)
+
+    with pytest.raises(PreparedQueryError, match="text"):
+        PreparedQuery(contains).all(text="model")
+
+
+def test_values_of_the_wrong_type_are_refused_and_ids_beyond_any_column_match_nothing(two_rounds):
+    prepared = PreparedQuery(items_of)
+    with pytest.raises(TypeError, match="round_id must be int"):
+        prepared.all((), round_id="1", position=0)
+    with CaptureQueriesContext(connection) as queries:
+        assert prepared.all((), round_id=2**70, position=0) == []
+    assert len(queries) == 0
+
+
+def test_locking_queries_need_a_transaction(two_rounds):
+    prepared = PreparedQuery(lambda shape, item_id: WorkItem.objects.select_for_update().filter(pk=item_id))
+    item = WorkItem.objects.filter(round=two_rounds[0]).first()
+    with transaction.atomic():
+        assert prepared.first(item_id=item.pk) == item
+    with pytest.raises(TransactionManagementError):
+        prepared.first(item_id=item.pk)
+
+
+def test_each_thread_runs_on_its_own_connection(two_rounds):
+    prepared = PreparedQuery(items_of)
+    round = two_rounds[0]
+    assert len(prepared.all((), round_id=round.pk, position=0)) == 3
+    seen, errors = [], []
+
+    def run():
+        try:
+            seen.append((len(prepared.all((), round_id=round.pk, position=1)), id(connections["default"])))
+        except Exception as error:  # reported below: an assertion in a thread would be lost
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert errors == []
+    assert seen[0][0] == 2 and seen[0][1] != id(connections["default"])
+
+
+def test_the_worker_api_answers_a_forged_round_or_assignment_id_with_404(two_rounds):
+    client = APIClient()
+    client.force_login(make_worker_user())
+    for round_id in (2**63, 2**70, 0):
+        response = client.post(reverse("annotation-api:next", args=[round_id]))
+        assert response.status_code == 404, (round_id, response.content)
+    response = client.post(reverse("annotation-api:submit", args=[2**70]), {"choice": "left"}, format="json")
+    assert response.status_code == 404
+    assert Assignment.objects.count() == 0
+
+
+def test_the_round_and_the_workers_facts_are_read_as_they_are_now(two_rounds):
+    round = two_rounds[0]
+    worker = services.get_or_create_local_worker(user=make_worker_user())
+    first = services.read_round_for_worker(round_id=round.pk, worker=worker)
+    assert (first.pk, first.name) == (round.pk, round.name)
+    assert (first.worker_facts.items, first.worker_facts.done, first.worker_facts.has_open_assignment) == (3, 0, False)
+    assignment = services.request_assignment(round=first, worker=worker)
+    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
+    services.request_assignment(round=round, worker=worker)
+    again = services.read_round_for_worker(round_id=round.pk, worker=worker)
+    assert (again.worker_facts.done, again.worker_facts.has_open_assignment) == (1, True)
+    other = services.read_round_for_worker(round_id=two_rounds[1].pk, worker=worker)
+    assert (other.pk, other.worker_facts.done, other.worker_facts.has_open_assignment) == (two_rounds[1].pk, 0, False)
+    for forged in ("x", None, 2**70):
+        with pytest.raises(type(round).DoesNotExist):
+            services.read_round_for_worker(round_id=forged, worker=worker)
