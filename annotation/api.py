@@ -17,19 +17,21 @@ from .permissions import NOT_A_WORKER
 from .task_types import worker_answers
 
 
-class AssignmentSerializer(serializers.ModelSerializer):
-    task_type = serializers.CharField(source="round.task_type")
+class AssignmentSerializer(serializers.Serializer):
+    # Declared field by field rather than read from the model: every "next task" serialises one,
+    # and a ModelSerializer works its fields out again on each use.
+    id = serializers.IntegerField(read_only=True)
+    round = serializers.IntegerField(source="round_id", read_only=True)
+    task_type = serializers.CharField(source="round.task_type", read_only=True)
+    status = serializers.ChoiceField(choices=Assignment.Status.choices, read_only=True)
+    review_status = serializers.ChoiceField(choices=Assignment.ReviewStatus.choices, read_only=True)
+    accepted_at = serializers.DateTimeField(read_only=True)
+    expires_at = serializers.DateTimeField(read_only=True)
+    submitted_at = serializers.DateTimeField(read_only=True, allow_null=True)
     seconds_left = serializers.SerializerMethodField()
+    payload = serializers.SerializerMethodField()
     task = serializers.SerializerMethodField()
     submit_url = serializers.SerializerMethodField()
-    payload = serializers.SerializerMethodField()
-
-    class Meta:
-        model = Assignment
-        fields = [
-            "id", "round", "task_type", "status", "review_status", "accepted_at", "expires_at",
-            "submitted_at", "seconds_left", "payload", "task", "submit_url",
-        ]
 
     def get_payload(self, assignment) -> dict | None:
         # The worker's own answers as their page gave them; the item-terms ``result`` is never sent.

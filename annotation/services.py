@@ -653,6 +653,14 @@ def _build_first_free_item(related: tuple, round_id: int, worker_id: int, needed
 _first_free_item = PreparedQuery(_build_first_free_item)
 
 
+# The slots an item holds, and its counted judgments: read by every claim and every submission.
+_slots_held = PreparedQuery(
+    lambda _shape, item_id: Assignment.objects.holding_a_slot().filter(item_id=item_id).order_by().values("pk"))
+_judgments_counted = PreparedQuery(
+    lambda _shape, item_id: Assignment.objects.counted().filter(item_id=item_id).order_by()
+    .values("item").annotate(n=Count("pk")).values_list("n", flat=True))
+
+
 def _insert_if_slot_free(assignment: Assignment, *, needed: int) -> bool:
     """INSERT the assignment if its item holds fewer than ``needed`` slots and none of its worker's, in
     one statement (a fresh snapshot under READ COMMITTED); whether it was inserted."""
@@ -669,8 +677,7 @@ def _insert_if_slot_free(assignment: Assignment, *, needed: int) -> bool:
         sql, field_params = compiler.field_as_sql(field, getattr(field, "get_placeholder", None), value)
         placeholders.append(sql)
         params.extend(field_params)
-    held_sql, held_params = (Assignment.objects.holding_a_slot().filter(item_id=assignment.item_id)
-                             .order_by().values("pk").query.sql_with_params())
+    held_sql, held_params = _slots_held.sql(item_id=assignment.item_id)
     quote = connection.ops.quote_name
     table = quote(Assignment._meta.db_table)
     sql = (
@@ -1001,7 +1008,7 @@ def _complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | No
     # Only confirmed judgments complete an item: forged or not-yet-confirmed provider work never does.
     # A statement of its own, after the lock: under READ COMMITTED it then sees every judgment
     # committed before the lock was granted (a subquery of the locking statement would not).
-    judgments = Assignment.objects.counted().filter(item=item).count()
+    judgments = sum(_judgments_counted.all(item_id=item.pk))
     if judgments >= judgments_needed(item=item):
         item.completed_at = now
         item.save(update_fields=["completed_at"])

@@ -5,7 +5,7 @@ On the worker API's "next task → submit" path, building and compiling a querys
 ``select_related`` costs more CPU than PostgreSQL spends running it. A query whose shape never
 changes (only its ids do) is therefore built once with stand-in values, compiled once, and run
 from then on with the real values put in the stand-ins' places: the same SQL the ORM would send,
-the same model instances back (``select_related`` and annotations included).
+the same rows back (model instances with ``select_related`` and annotations, or ``values_list`` rows).
 
 Parameters are ``int`` or ``str`` values compared with ``=`` (ids, statuses): a lookup that
 transforms its value (``__contains``, ``__iexact`` on some databases) would not show the stand-in
@@ -44,8 +44,9 @@ class PreparedQuery:
     """``build(shape, **params)`` returns the queryset; ``shape`` is any hashable value that changes
     the SQL itself (a task type's joins, say) and each shape is compiled once.
 
-    ``prepared.all(shape, **params)`` is ``list(build(shape, **params))`` and ``prepared.first(...)``
-    its first row or None, without the cost of building and compiling."""
+    ``prepared.all(shape, **params)`` is ``list(build(shape, **params))`` (model instances, or the
+    rows of a ``values_list``) and ``prepared.first(...)`` its first row or None, without the cost of
+    building and compiling; ``prepared.sql(...)`` the SQL and parameters, for a statement of one's own."""
 
     def __init__(self, build: Callable[..., QuerySet]):
         self.build = build
@@ -55,6 +56,22 @@ class PreparedQuery:
 
     def all(self, shape: Hashable = None, *, using: str = DEFAULT_DB_ALIAS, **params) -> list:
         compiled = self._compiled_for(shape, using)
+        bound = self._bind(compiled, params)
+        return [] if bound is None else list(_bound_queryset(compiled, using, bound))
+
+    def first(self, shape: Hashable = None, *, using: str = DEFAULT_DB_ALIAS, **params):
+        rows = self.all(shape, using=using, **params)
+        return rows[0] if rows else None
+
+    def sql(self, shape: Hashable = None, *, using: str = DEFAULT_DB_ALIAS, **params) -> tuple[str, tuple] | None:
+        """The SQL and its bound parameters, to use inside a statement of one's own; None when an id
+        is beyond any column's range (nothing can match)."""
+        compiled = self._compiled_for(shape, using)
+        bound = self._bind(compiled, params)
+        return None if bound is None else (compiled.sql, bound)
+
+    @staticmethod
+    def _bind(compiled: _Compiled, params: dict) -> tuple | None:
         bound = list(compiled.params)
         for position, name in compiled.slots:
             value, stand_in = params[name], compiled.params[position]
@@ -62,14 +79,10 @@ class PreparedQuery:
             if type(value) is not base:
                 raise TypeError(f"{name} must be {base.__name__}, not {type(value).__name__}")
             if base is int and not _BIGINT_MIN <= value <= _BIGINT_MAX:
-                return []  # no row has such an id (as the ORM answers a forged, too large id)
+                return None  # no row has such an id (as the ORM answers a forged, too large id)
             # The database adapter may have typed the stand-in (psycopg's Int4, say): type the value alike.
             bound[position] = value if type(stand_in) is base else type(stand_in)(value)
-        return list(_bound_queryset(compiled, using, tuple(bound)))
-
-    def first(self, shape: Hashable = None, *, using: str = DEFAULT_DB_ALIAS, **params):
-        rows = self.all(shape, using=using, **params)
-        return rows[0] if rows else None
+        return tuple(bound)
 
     def _compiled_for(self, shape, using) -> _Compiled:
         connection = connections[using]
@@ -84,9 +97,8 @@ class PreparedQuery:
     def _compile(self, shape, using) -> _Compiled:
         stand_ins = {name: self._stand_in(name, position) for position, name in enumerate(self.names)}
         queryset = self.build(shape, **stand_ins)
-        if queryset._prefetch_related_lookups or queryset._fields is not None or queryset._iterable_class is not \
-                QuerySet()._iterable_class:
-            raise PreparedQueryError("only plain querysets of model instances can be prepared")
+        if queryset._prefetch_related_lookups:
+            raise PreparedQueryError("a queryset with prefetch_related cannot be prepared")
         compiler = queryset.query.get_compiler(using=using)
         sql, params = compiler.as_sql()
         by_value = {value: name for name, value in stand_ins.items()}

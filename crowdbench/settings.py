@@ -145,6 +145,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Wait for a writer instead of failing at once when the dev server and a command overlap.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
 
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_PREPARED_STATEMENTS", True):
+    # Parameters bound on the server and each statement prepared on its connection from its second
+    # run on: the worker API sends the same few statements over and over, and PostgreSQL spent more
+    # time planning them than running them. Turn off behind a pooler that cannot keep prepared
+    # statements (docs/deploy.md).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=2)
+
 if os.environ.get("TEST_DATABASE_NAME"):
     # Lets parallel test runs on one PostgreSQL server use separate test databases.
     DATABASES["default"]["TEST"] = {"NAME": os.environ["TEST_DATABASE_NAME"]}

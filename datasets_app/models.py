@@ -17,6 +17,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from crowdbench.prepared import PreparedQuery
+
 from .image_urls import encode_url
 
 
@@ -193,7 +195,8 @@ class Instance(models.Model):
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def ordered_images(self) -> list[Image]:
-        return [link.image for link in self.image_links.select_related("image")]
+        # Every task page shows them: compiled once (``crowdbench.prepared``).
+        return [link.image for link in _images_of_instance.all(instance_id=self.pk)]
 
     @property
     def is_multi_image(self) -> bool:
@@ -210,6 +213,10 @@ class InstanceImage(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["instance", "position"], name="instance_image_position")
         ]
+
+
+_images_of_instance = PreparedQuery(
+    lambda _shape, instance_id: InstanceImage.objects.select_related("image").filter(instance=instance_id))
 
 
 class Caption(models.Model):
