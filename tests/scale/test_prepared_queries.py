@@ -146,3 +146,19 @@ def test_the_round_and_the_workers_facts_are_read_as_they_are_now(two_rounds):
     for forged in ("x", None, 2**70):
         with pytest.raises(type(round).DoesNotExist):
             services.read_round_for_worker(round_id=forged, worker=worker)
+
+
+@pytest.mark.parametrize("setting, expected", [(None, "True 2"), ("0", "None None"), ("1", "True 2")])
+def test_prepared_statements_on_postgresql_unless_turned_off(setting, expected):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DATABASE_URL": "postgres://crowdbench@db.invalid:5432/crowdbench", "DEBUG": "1"}
+    env.pop("DATABASE_PREPARED_STATEMENTS", None)
+    if setting is not None:
+        env["DATABASE_PREPARED_STATEMENTS"] = setting
+    code = ("from crowdbench import settings as s; o = s.DATABASES['default'].get('OPTIONS', {}); "
+            "print(o.get('server_side_binding'), o.get('prepare_threshold'))")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == expected
