@@ -9,11 +9,12 @@ import multiprocessing
 import os
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
-# One process per core (at least two, so one can restart while the other serves) with 8 threads each:
-# on 2 cores, bench/load.py served both the submit path and /health/ about 40 % faster, with lower p99,
-# than with 5 processes × 4 threads (the earlier default), and 3 × 4 sat in between.
-workers = int(os.environ.get("WEB_CONCURRENCY", str(max(2, multiprocessing.cpu_count()))))
-threads = int(os.environ.get("GUNICORN_THREADS", "8"))
+# Two processes per core with 2 threads each. Measured with bench/load.py on 2 cores (1,000-item
+# round), submit-path requests/s: 4 × 2 88–91, 3 × 2 85, 2 × 8 (the earlier default) 79, 6 × 1 69.
+# A request now spends little of its time waiting for PostgreSQL, so more threads mostly contend for
+# the interpreter lock; one thread per process was slower still.
+workers = int(os.environ.get("WEB_CONCURRENCY", str(2 * multiprocessing.cpu_count())))
+threads = int(os.environ.get("GUNICORN_THREADS", "2"))
 worker_class = "gthread"
 # A request running longer than this is killed and its worker replaced (uploads and pages stay far below).
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
