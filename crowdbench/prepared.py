@@ -50,7 +50,9 @@ class PreparedQuery:
 
     def __init__(self, build: Callable[..., QuerySet]):
         self.build = build
-        self.names = [name for name in inspect.signature(build).parameters][1:]
+        # After ``shape``: the parameters, each with its annotation (``str`` ones get a string stand-in).
+        self._parameters = list(inspect.signature(build).parameters.values())[1:]
+        self.names = [parameter.name for parameter in self._parameters]
         self._compiled: dict[tuple, _Compiled] = {}
         self._lock = threading.Lock()
 
@@ -95,7 +97,8 @@ class PreparedQuery:
         return compiled
 
     def _compile(self, shape, using) -> _Compiled:
-        stand_ins = {name: self._stand_in(name, position) for position, name in enumerate(self.names)}
+        stand_ins = {parameter.name: _stand_in(parameter, position)
+                     for position, parameter in enumerate(self._parameters)}
         queryset = self.build(shape, **stand_ins)
         if queryset._prefetch_related_lookups:
             raise PreparedQueryError("a queryset with prefetch_related cannot be prepared")
@@ -109,11 +112,12 @@ class PreparedQuery:
             raise PreparedQueryError(f"parameters not found unchanged in the SQL: {', '.join(sorted(missing))}")
         return _Compiled(queryset, compiler, sql, tuple(params), slots)
 
-    def _stand_in(self, name, position):
-        annotation = inspect.signature(self.build).parameters[name].annotation
-        if annotation in (str, "str"):
-            return _STR_STAND_IN.format(position)
-        return _INT_STAND_IN + position
+
+
+def _stand_in(parameter: inspect.Parameter, position: int) -> int | str:
+    if parameter.annotation in (str, "str"):
+        return _STR_STAND_IN.format(position)
+    return _INT_STAND_IN + position
 
 
 def _bound_queryset(compiled: _Compiled, using: str, params: tuple) -> QuerySet:
