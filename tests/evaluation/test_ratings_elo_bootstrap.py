@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluation.core import elo_bootstrap
+from evaluation.core import elo_bootstrap, elo_vector
 from evaluation.core.portable_exp import portable_exp
 from evaluation.core.ratings import (
     bootstrap_online_elo,
@@ -34,7 +34,7 @@ def test_this_machine_runs_the_compiled_path():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     n=st.integers(1, 400),
-    m=st.integers(2, 7),
+    m=st.integers(2, 11),
     rounds=st.integers(1, 70),
     seed=st.integers(0, 2**32 - 1),
     threads=st.integers(1, 3),
@@ -119,6 +119,38 @@ def test_the_compiled_exp_is_the_portable_exp_and_within_an_ulp_of_numpys(values
     inside = np.abs(x) < 512
     np.testing.assert_array_max_ulp(out[inside], np.exp(x[inside]), maxulp=1)
     assert np.all(out[x >= 512] == np.inf) and np.all(out[x <= -512] == 0.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-745.0, 709.0, allow_nan=False), min_size=1, max_size=300))
+def test_the_vector_kernels_exp_is_the_portable_exp(values):
+    x = np.array(values)
+    assert np.array_equal(elo_vector.exp_array(x).view(np.uint64), portable_exp(x).view(np.uint64))
+
+
+def test_the_vector_kernels_exp_at_the_edges():
+    x = np.array([0.0, -0.0, 5e-324, 1e-300, 511.9, -511.9, 512.0, -512.0, 1e6, -1e6, np.nan, np.inf, -np.inf])
+    np.testing.assert_array_equal(elo_vector.exp_array(x), portable_exp(x))
+
+
+@pytest.mark.parametrize("m", [2, 5, 8, 9])
+def test_both_kernels_match_the_reference_around_eight_models(m):
+    # Up to 8 models the vector kernel rates bit-coded cells; from 9 the scalar-gather kernel.
+    battles = encode_battles(random_battles(np.random.default_rng(m), 5000, m))
+    for threads in (1, 2):
+        np.testing.assert_array_equal(bootstrap_online_elo(battles, 37, seed=m, threads=threads),
+                                      bootstrap_online_elo_reference(battles, 37, seed=m))
+
+
+def test_bit_coded_cells():
+    m = 8
+    codes = elo_vector.bit_cells(m)
+    cell = np.arange(m * m * 3)
+    assert np.array_equal(codes & 7, cell // (3 * m))
+    assert np.array_equal((codes >> 3) & 7, (cell // 3) % m)
+    assert np.array_equal(codes >> 6, cell % 3)
+    with pytest.raises(ValueError):
+        elo_vector.bit_cells(9)
 
 
 def test_the_portable_exp_at_the_edges():
