@@ -124,16 +124,30 @@ def _exp_sample() -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def exp_matches_numpy() -> bool:
-    """Whether the compiled exps (the scalar one and the vector kernel's) equal the numpy
-    ``portable_exp`` bit for bit (checked once; a compiler that contracted or reordered the
-    operations would fail it)."""
+    """Whether the compiled exp equals the numpy ``portable_exp`` bit for bit (checked once; a
+    compiler that contracted or reordered the operations would fail it)."""
     sample = _exp_sample()
     ours = np.empty_like(sample)
     _exp_array(sample, ours)
+    return bool(np.array_equal(ours.view(np.uint64), _portable_exp_bits(sample)))
+
+
+def _portable_exp_bits(sample: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        theirs = portable_exp(sample).view(np.uint64)
-    return bool(np.array_equal(ours.view(np.uint64), theirs)
-                and np.array_equal(elo_vector.exp_array(sample).view(np.uint64), theirs))
+        return portable_exp(sample).view(np.uint64)
+
+
+@lru_cache(maxsize=1)
+def vector_kernel_ready() -> bool:
+    """Whether the vector kernel of :mod:`elo_vector` compiles here and its exp equals the numpy
+    ``portable_exp`` bit for bit (checked once). Where it does not, boards of any size are rated
+    by the general kernel."""
+    sample = _exp_sample()
+    try:
+        ours = elo_vector.exp_array(sample)
+    except Exception:  # an LLVM or numba that cannot build its IR: the general kernel remains
+        return False
+    return bool(np.array_equal(ours.view(np.uint64), _portable_exp_bits(sample)))
 
 
 # ------------------------------------------------------------------------------ resampling
@@ -443,8 +457,8 @@ def bootstrap_online_elo_compiled(
     # (It computes each battle's score as (outcome * 0.5) * K', the scores ratings.py passes.)
     score_of_cell = np.ascontiguousarray(score_of_cell, dtype=np.float64)
     outcome_scores = (np.arange(m * m * 3) % 3) * 0.5 * k_unit
-    few_models = m <= elo_vector.MAX_MODELS and np.array_equal(score_of_cell.view(np.uint64),
-                                                                 outcome_scores.view(np.uint64))
+    few_models = (m <= elo_vector.MAX_MODELS and vector_kernel_ready()
+                  and np.array_equal(score_of_cell.view(np.uint64), outcome_scores.view(np.uint64)))
     if few_models:
         cells_table = elo_vector.bit_cells(m)[cell_of_battle]
     else:

@@ -29,6 +29,7 @@ def test_this_machine_runs_the_compiled_path():
     # Otherwise every equality below would compare the reference with itself. The portable exp
     # makes this hold on any CPU (numpy's own exp differs between CPUs).
     assert elo_bootstrap.exp_matches_numpy()
+    assert elo_bootstrap.vector_kernel_ready()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -140,6 +141,15 @@ def test_both_kernels_match_the_reference_around_eight_models(m):
     for threads in (1, 2):
         np.testing.assert_array_equal(bootstrap_online_elo(battles, 37, seed=m, threads=threads),
                                       bootstrap_online_elo_reference(battles, 37, seed=m))
+
+
+def test_small_boards_fall_back_to_the_general_kernel(monkeypatch):
+    # Where the vector kernel cannot be built (or its exp differs), the general kernel rates
+    # boards of up to 8 models too, with the same values.
+    monkeypatch.setattr(elo_bootstrap, "vector_kernel_ready", lambda: False)
+    battles = encode_battles(random_battles(np.random.default_rng(3), 3000, 6))
+    np.testing.assert_array_equal(bootstrap_online_elo(battles, 33, seed=3, threads=2),
+                                  bootstrap_online_elo_reference(battles, 33, seed=3))
 
 
 def test_bit_coded_cells():
