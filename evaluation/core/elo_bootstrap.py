@@ -163,21 +163,23 @@ _LOW16 = np.uint64(0xFFFF)
 
 
 @intrinsic
-def _mulhi(typingctx, a, b):
-    """The high 64 bits of the 128-bit product of two uint64 (one ``mul`` on x86-64)."""
+def _mul_wide(typingctx, a, b):
+    """The 128-bit product of two uint64 as (high, low) halves (one ``mul`` on x86-64)."""
     def codegen(context, builder, sig, args):
         wide = ir.IntType(128)
         product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
-        return builder.trunc(builder.lshr(product, ir.Constant(wide, 64)), ir.IntType(64))
+        high = builder.trunc(builder.lshr(product, ir.Constant(wide, 64)), ir.IntType(64))
+        low = builder.trunc(product, ir.IntType(64))
+        return context.make_tuple(builder, sig.return_type, [high, low])
 
-    return types.uint64(types.uint64, types.uint64), codegen
+    return types.UniTuple(types.uint64, 2)(types.uint64, types.uint64), codegen
 
 
 @njit(inline="always", cache=True)
 def _pcg_step(hi, lo, inc_hi, inc_lo):
     """state = state * MULT + inc (mod 2^128), on (high, low) halves."""
-    product_lo = lo * _PCG_MULT_LO
-    product_hi = _mulhi(lo, _PCG_MULT_LO) + lo * _PCG_MULT_HI + hi * _PCG_MULT_LO
+    high, product_lo = _mul_wide(lo, _PCG_MULT_LO)
+    product_hi = high + lo * _PCG_MULT_HI + hi * _PCG_MULT_LO
     lo = product_lo + inc_lo
     hi = product_hi + inc_hi + (_U1 if lo < product_lo else _U0)
     return hi, lo
