@@ -689,11 +689,16 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     self._send_json(429, _error_body("Rate limit reached (requests or tokens per minute).",
                                                      "requests", "rate_limit_exceeded"), headers=limit_headers)
                     return
-            if server.latency:
-                time.sleep(server.latency)
             if not self._authorized():
                 return
             fault = server._script.take()
+            # A scripted refusal (429) is answered on arrival, as a real rate limiter does; other
+            # faults and every answer come after the configured latency.
+            if fault is not None and fault.get("status") == 429:
+                self._fail(fault)
+                return
+            if server.latency:
+                time.sleep(server.latency)
             if fault is not None and "status" in fault:
                 self._fail(fault)
                 return

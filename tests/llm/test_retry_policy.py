@@ -88,7 +88,9 @@ def test_a_server_requested_pause_holds_back_every_request_of_the_client(make_cl
     """A 429 with Retry-After concerns the whole server: requests started after it wait too."""
     from llm.client import chat_request
 
-    fake_server.latency = 0.1
+    # The 429 is answered on arrival, the other first request 0.3 s later: the pause is known
+    # before any slot frees up.
+    fake_server.latency = 0.3
     fake_server.fail_next(1, status=429, retry_after=1)
     client = make_client(max_concurrency=2)
     results = client.run_batch([chat_request(f"q{i}") for i in range(4)])
