@@ -13,9 +13,9 @@ unchanged, and compiling refuses it.
 """
 from __future__ import annotations
 
-import copy
 import inspect
 import threading
+import weakref
 from collections.abc import Callable, Hashable
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -34,10 +34,21 @@ class PreparedQueryError(Exception):
 
 
 class _Compiled:
-    __slots__ = ("queryset", "compiler", "sql", "params", "slots")
+    __slots__ = ("queryset", "compiler", "sql", "params", "slots", "columns", "converters")
 
     def __init__(self, queryset, compiler, sql, params, slots):
         self.queryset, self.compiler, self.sql, self.params, self.slots = queryset, compiler, sql, params, slots
+        # The selected columns never change: their converters are worked out once per connection
+        # (the ORM does it on every run) with that connection, as the ORM would.
+        self.columns = [column[0] for column in compiler.select[0:compiler.col_count]]
+        self.converters = weakref.WeakKeyDictionary()
+
+    def converters_for(self, connection) -> dict:
+        converters = self.converters.get(connection)
+        if converters is None:
+            converters = self.converters[connection] = _with_connection(self.compiler, connection).get_converters(
+                self.columns)
+        return converters
 
 
 class PreparedQuery:
@@ -120,16 +131,30 @@ def _stand_in(parameter: inspect.Parameter, position: int) -> int | str:
     return _INT_STAND_IN + position
 
 
+def _with_connection(compiler, connection):
+    """A shallow copy of the compiler on this connection (its select, joins and SQL are shared, read only)."""
+    copied = object.__new__(type(compiler))
+    copied.__dict__ = {**compiler.__dict__, "connection": connection}
+    return copied
+
+
 def _bound_queryset(compiled: _Compiled, using: str, params: tuple) -> QuerySet:
-    """A clone of the prepared queryset whose compiler answers with the stored SQL and these params;
-    the ORM's own iterable then turns the rows into instances."""
+    """A shallow copy of the prepared queryset whose compiler answers with the stored SQL and these
+    params and with the converters already worked out; the ORM's own iterable then turns the rows into
+    instances. Shallow copies suffice: the copy never escapes ``PreparedQuery.all`` and iterating
+    it reads the query without changing it (``QuerySet._chain`` would clone the whole query, its
+    ``select_related`` tree deep-copied, on every run)."""
     connection = connections[using]  # the calling thread's
     if compiled.queryset.query.select_for_update and connection.get_autocommit():
         raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
-    compiler = copy.copy(compiled.compiler)
-    compiler.connection = connection
+    compiler = _with_connection(compiled.compiler, connection)
+    converters = compiled.converters_for(connection)
     compiler.as_sql = lambda *args, **kwargs: (compiled.sql, params)
-    queryset = compiled.queryset._chain()
-    queryset._db = using
-    queryset.query.get_compiler = lambda *args, **kwargs: compiler
+    compiler.get_converters = lambda expressions: converters
+    prepared = compiled.queryset
+    query = object.__new__(type(prepared.query))
+    query.__dict__ = {**prepared.query.__dict__, "get_compiler": lambda *args, **kwargs: compiler}
+    queryset = object.__new__(type(prepared))
+    queryset.__dict__ = {**prepared.__dict__, "_query": query, "_db": using, "_result_cache": None,
+                         "_prefetch_done": False}
     return queryset
