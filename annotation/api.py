@@ -17,35 +17,39 @@ from .permissions import NOT_A_WORKER
 from .task_types import worker_answers
 
 
-class AssignmentSerializer(serializers.Serializer):
-    # Declared field by field rather than read from the model: every "next task" serialises one,
-    # and a ModelSerializer works its fields out again on each use.
-    id = serializers.IntegerField(read_only=True)
-    round = serializers.IntegerField(source="round_id", read_only=True)
-    task_type = serializers.CharField(source="round.task_type", read_only=True)
-    status = serializers.ChoiceField(choices=Assignment.Status.choices, read_only=True)
-    review_status = serializers.ChoiceField(choices=Assignment.ReviewStatus.choices, read_only=True)
-    accepted_at = serializers.DateTimeField(read_only=True)
-    expires_at = serializers.DateTimeField(read_only=True)
-    submitted_at = serializers.DateTimeField(read_only=True, allow_null=True)
-    seconds_left = serializers.SerializerMethodField()
-    payload = serializers.SerializerMethodField()
-    task = serializers.SerializerMethodField()
-    submit_url = serializers.SerializerMethodField()
+# The fields of a task as "next task" sends it, each turned into JSON by the DRF field a serializer
+# would use: the answer is built as a plain dict (every "next task" sends one, and a serializer
+# deep-copies its declared fields on each use).
+_INTEGER = serializers.IntegerField(read_only=True)
+_TEXT = serializers.CharField(read_only=True)
+_STATUS = serializers.ChoiceField(choices=Assignment.Status.choices, read_only=True)
+_REVIEW_STATUS = serializers.ChoiceField(choices=Assignment.ReviewStatus.choices, read_only=True)
+_DATETIME = serializers.DateTimeField(read_only=True)
 
-    def get_payload(self, assignment) -> dict | None:
-        # The worker's own answers as their page gave them; the item-terms ``result`` is never sent.
-        return worker_answers(assignment)
 
-    def get_seconds_left(self, assignment) -> int:
-        return selectors.seconds_left(assignment)
+def _field(field, value):
+    return None if value is None else field.to_representation(value)
 
-    def get_task(self, assignment) -> dict:
+
+def assignment_data(assignment: Assignment, *, task: dict | None = None) -> dict:
+    """The assignment of "next task": its id and round, the round's task type, its status, times and
+    seconds left, the worker's own answers (``payload``; the item-terms ``result`` is never sent), the
+    task (``services.task_view``, or ``task`` when built already) and where to submit."""
+    return {
+        "id": _field(_INTEGER, assignment.pk),
+        "round": _field(_INTEGER, assignment.round_id),
+        "task_type": _field(_TEXT, assignment.round.task_type),
+        "status": _field(_STATUS, assignment.status),
+        "review_status": _field(_REVIEW_STATUS, assignment.review_status),
+        "accepted_at": _field(_DATETIME, assignment.accepted_at),
+        "expires_at": _field(_DATETIME, assignment.expires_at),
+        "submitted_at": _field(_DATETIME, assignment.submitted_at),
+        "seconds_left": selectors.seconds_left(assignment),
+        "payload": worker_answers(assignment),
         # Plain texts and URLs: clients insert them as text, never as HTML.
-        return self.context["task"] if "task" in self.context else services.task_view(assignment=assignment)
-
-    def get_submit_url(self, assignment) -> str:
-        return reverse("annotation-api:submit", args=[assignment.pk])
+        "task": task if task is not None else services.task_view(assignment=assignment),
+        "submit_url": reverse("annotation-api:submit", args=[assignment.pk]),
+    }
 
 
 class IsLocalWorkerWithRecord(BasePermission):
@@ -85,8 +89,7 @@ class NextTaskView(CrowdWorkAPIView):
                 )
             # Built before serialising: an item that cannot be shown is refused (and given back) here.
             task = services.task_view(assignment=assignment)
-            body = {"assignment": AssignmentSerializer(assignment, context={"task": task}).data,
-                    "progress": progress}
+            body = {"assignment": assignment_data(assignment, task=task), "progress": progress}
             warning = selectors.quality_warning(round=round, worker=worker)
             if warning:
                 body["warning"] = warning

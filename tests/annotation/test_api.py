@@ -83,6 +83,23 @@ def test_next_task_and_submit_round_trip():
     assert done["assignment"] is None and done["progress"] == {"done": 1, "total": 1}
 
 
+def test_next_task_answers_the_assignment_with_its_fields_in_order():
+    round = make_round(task_type="verification", targets=[make_candidate()])
+    client = client_for(make_worker_user())
+    task = next_task(client, round).json()["assignment"]
+    assignment = Assignment.objects.get(pk=task["id"])
+    assert list(task) == ["id", "round", "task_type", "status", "review_status", "accepted_at", "expires_at",
+                          "submitted_at", "seconds_left", "payload", "task", "submit_url"]
+    assert {key: task[key] for key in ("id", "round", "task_type", "status", "review_status", "submitted_at",
+                                       "payload")} == {
+        "id": assignment.pk, "round": round.pk, "task_type": "verification", "status": "assigned",
+        "review_status": "", "submitted_at": None, "payload": None}
+    # ISO 8601 in UTC with a Z, as DRF writes times.
+    assert task["expires_at"] == assignment.expires_at.isoformat().replace("+00:00", "Z")
+    assert task["accepted_at"].endswith("Z") and 0 < task["seconds_left"] <= round.time_limit_seconds
+    assert task["submit_url"] == reverse("annotation-api:submit", args=[assignment.pk])
+
+
 def _state():
     return list(Assignment.objects.order_by("pk").values_list("status", "payload")), Caption.objects.count()
 
