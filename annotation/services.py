@@ -947,6 +947,9 @@ def _submit_locked(*, assignment: Assignment, worker: Worker, data: Any, files: 
     assignment.duration_seconds = max((now - assignment.accepted_at).total_seconds(), 0.0)
     assignment.result = handler.result(assignment)
     assignment.input_stats = input_stats
+    # The row is locked since it was read: only the fields a submission sets are written (a task
+    # type's ``apply`` sets ``result`` at most).
+    changed = ["payload", "status", "review_status", "submitted_at", "duration_seconds", "result", "input_stats"]
     if _changes_data(handler):
         try:
             with transaction.atomic():
@@ -957,13 +960,15 @@ def _submit_locked(*, assignment: Assignment, worker: Worker, data: Any, files: 
         others = (Assignment.objects.submitted().filter(item=assignment.item_id)
                   .exclude(worker=assignment.worker_id).order_by("pk"))
         assignment.flags = guardrails.flags_for(assignment=assignment, handler=handler, others=others)
+        changed.append("flags")
     item = assignment.item
     if item.is_gold:
         assignment.gold_passed = all(
             (assignment.result or {}).get(key) == expected for key, expected in item.gold_answer.items()
         )
+        changed.append("gold_passed")
     assignment.full_clean(exclude=_ROWS_IN_HAND, validate_constraints=False)
-    assignment.save()
+    assignment.save(update_fields=changed)
     _complete_item_if_done(item_id=item.pk, now=now, locked=item)
     _qualify_if_passed(round=assignment.round, worker=worker)
     return SubmitOutcome(assignment=assignment, created=True)

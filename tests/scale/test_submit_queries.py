@@ -47,3 +47,6 @@ def test_next_and_submit_stay_within_the_query_budget():
     listing = "\n".join(statements)
     assert len(statements) <= QUERY_BUDGET, f"{len(statements)} statements:\n{listing}"
     assert Assignment.objects.filter(status=Assignment.Status.SUBMITTED).count() == 2
+    # The submission writes the fields it sets, not the whole row.
+    (update,) = [sql for sql in statements if sql.startswith("UPDATE")]
+    assert '"payload"' in update and '"presentation"' not in update and '"round_id"' not in update
