@@ -163,7 +163,8 @@ class TaskType:
         return {"task": self.context(assignment), "answers": self.answers(assignment)}
 
     def apply(self, assignment: Assignment, *, uploads: dict) -> None:
-        """Effects on the benchmark data of an accepted submission."""
+        """Effects on the benchmark data of an accepted submission. Of the assignment itself it may set
+        ``result`` only: the submission writes back just the fields it sets."""
 
     # --- completion ----------------------------------------------------------------------------
 
