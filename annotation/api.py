@@ -31,10 +31,10 @@ def _field(field, value):
     return None if value is None else field.to_representation(value)
 
 
-def assignment_data(assignment: Assignment, *, task: dict | None = None) -> dict:
+def assignment_data(assignment: Assignment, *, task: dict) -> dict:
     """The assignment of "next task": its id and round, the round's task type, its status, times and
     seconds left, the worker's own answers (``payload``; the item-terms ``result`` is never sent), the
-    task (``services.task_view``, or ``task`` when built already) and where to submit."""
+    task as ``services.task_view`` built it, and where to submit."""
     return {
         "id": _field(_INTEGER, assignment.pk),
         "round": _field(_INTEGER, assignment.round_id),
@@ -47,7 +47,7 @@ def assignment_data(assignment: Assignment, *, task: dict | None = None) -> dict
         "seconds_left": selectors.seconds_left(assignment),
         "payload": worker_answers(assignment),
         # Plain texts and URLs: clients insert them as text, never as HTML.
-        "task": task if task is not None else services.task_view(assignment=assignment),
+        "task": task,
         "submit_url": reverse("annotation-api:submit", args=[assignment.pk]),
     }
 
