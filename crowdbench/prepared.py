@@ -46,7 +46,7 @@ class _Compiled:
     def converters_for(self, connection) -> dict:
         converters = self.converters.get(connection)
         if converters is None:
-            converters = self.converters[connection] = _with_connection(self.compiler, connection).get_converters(
+            converters = self.converters[connection] = _copy_with(self.compiler, connection=connection).get_converters(
                 self.columns)
         return converters
 
@@ -131,10 +131,11 @@ def _stand_in(parameter: inspect.Parameter, position: int) -> int | str:
     return _INT_STAND_IN + position
 
 
-def _with_connection(compiler, connection):
-    """A shallow copy of the compiler on this connection (its select, joins and SQL are shared, read only)."""
-    copied = object.__new__(type(compiler))
-    copied.__dict__ = {**compiler.__dict__, "connection": connection}
+def _copy_with(original, **attributes):
+    """A shallow copy of ``original`` with ``attributes`` replaced; everything else is shared, read only.
+    Not ``copy.copy``: a queryset's pickling state, which it goes through, runs the query."""
+    copied = object.__new__(type(original))
+    copied.__dict__ = {**original.__dict__, **attributes}
     return copied
 
 
@@ -147,14 +148,10 @@ def _bound_queryset(compiled: _Compiled, using: str, params: tuple) -> QuerySet:
     connection = connections[using]  # the calling thread's
     if compiled.queryset.query.select_for_update and connection.get_autocommit():
         raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
-    compiler = _with_connection(compiled.compiler, connection)
     converters = compiled.converters_for(connection)
-    compiler.as_sql = lambda *args, **kwargs: (compiled.sql, params)
-    compiler.get_converters = lambda expressions: converters
+    compiler = _copy_with(compiled.compiler, connection=connection,
+                          as_sql=lambda *args, **kwargs: (compiled.sql, params),
+                          get_converters=lambda expressions: converters)
     prepared = compiled.queryset
-    query = object.__new__(type(prepared.query))
-    query.__dict__ = {**prepared.query.__dict__, "get_compiler": lambda *args, **kwargs: compiler}
-    queryset = object.__new__(type(prepared))
-    queryset.__dict__ = {**prepared.__dict__, "_query": query, "_db": using, "_result_cache": None,
-                         "_prefetch_done": False}
-    return queryset
+    query = _copy_with(prepared.query, get_compiler=lambda *args, **kwargs: compiler)
+    return _copy_with(prepared, _query=query, _db=using, _result_cache=None, _prefetch_done=False)
