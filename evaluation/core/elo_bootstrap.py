@@ -30,8 +30,8 @@ one, so both stay busy. :func:`_elo_block` advances 128 rounds at a time: a scal
 back each round's two new ratings of the previous step and gathers the next two, and a loop
 that LLVM vectorises computes the updates (the exp, the division) over those rounds. Boards of
 up to 8 models (the common case) are rated instead by :func:`elo_vector.elo_block`, whose battle
-step is explicit vector code (masked gathers and scatters of each round's two ratings); it rates
-bit-coded cells, which the draws look up in place of the plain ones.
+step is explicit vector code that keeps the ratings in vector registers through a block's steps;
+it rates bit-coded cells, which the draws look up in place of the plain ones.
 
 No Django here: numpy, numba and llvmlite only.
 """
