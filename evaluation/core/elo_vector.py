@@ -184,10 +184,11 @@ def exp_array(x: np.ndarray) -> np.ndarray:
 
 
 def _select_row(builder, rows, model):
-    """Each lane's value from ``rows[model[lane]]`` (8 rows): a tree of selects on the index's three bits."""
+    """Each lane's value from ``rows[model[lane]]`` (8 rows; ``model`` in bytes, whose compares are
+    cheaper than 64-bit ones): a tree of selects on the index's three bits."""
     level = rows
     for bit in range(3):
-        mask = builder.icmp_unsigned("!=", builder.and_(model, _splat(_I64, 1 << bit)), _splat(_I64, 0))
+        mask = builder.icmp_unsigned("!=", builder.and_(model, _splat(_I8, 1 << bit)), _splat(_I8, 0))
         level = [builder.select(mask, level[i + 1], level[i]) for i in range(0, len(level), 2)]
     return level[0]
 
@@ -219,12 +220,12 @@ def _battle_steps(typingctx, g, g_start, cells, cell_start, cell_stride, steps, 
                 b.store(b.load(row_pointers[q][j], align=8), rows[q][j])
         with cgutils.for_range(b, step_count) as loop:
             position = b.add(cell_offset, b.mul(loop.index, stride))
-            codes = [b.zext(b.load(b.bitcast(b.gep(cell_data, [b.add(position, ir.Constant(_I64, WIDTH * q))]),
-                                             ir.PointerType(ir.VectorType(_I8, WIDTH))), align=1), _VI)
-                     for q in groups]
+            bytes_ = [b.load(b.bitcast(b.gep(cell_data, [b.add(position, ir.Constant(_I64, WIDTH * q))]),
+                                       ir.PointerType(ir.VectorType(_I8, WIDTH))), align=1) for q in groups]
+            codes = [b.zext(c, _VI) for c in bytes_]
             current = [[b.load(rows[q][j]) for j in models] for q in groups]
-            model_a = [b.and_(c, _splat(_I64, 7)) for c in codes]
-            model_b = [b.and_(b.lshr(c, _splat(_I64, 3)), _splat(_I64, 7)) for c in codes]
+            model_a = [b.and_(c, _splat(_I8, 7)) for c in bytes_]
+            model_b = [b.and_(b.lshr(c, _splat(_I8, 3)), _splat(_I8, 7)) for c in bytes_]
             u_a = [_select_row(b, current[q], model_a[q]) for q in groups]
             u_b = [_select_row(b, current[q], model_b[q]) for q in groups]
             x = [b.fsub(u_b[q], u_a[q]) for q in groups]
@@ -242,7 +243,7 @@ def _battle_steps(typingctx, g, g_start, cells, cell_start, cell_stride, steps, 
             for q in groups:
                 for j in models:
                     # u_a written back first, then u_b, as the reference stores them.
-                    model = _splat(_I64, j)
+                    model = _splat(_I8, j)
                     value = b.select(b.icmp_unsigned("==", model_a[q], model), new_a[q], current[q][j])
                     value = b.select(b.icmp_unsigned("==", model_b[q], model), new_b[q], value)
                     b.store(value, rows[q][j])
