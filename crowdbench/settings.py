@@ -145,7 +145,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Wait for a writer instead of failing at once when the dev server and a command overlap.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
 
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DATABASE_PREPARED_STATEMENTS", True):
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend with a health check of persistent connections that needs no round trip.
+    DATABASES["default"]["ENGINE"] = "crowdbench.postgresql"
+if DATABASES["default"]["ENGINE"] == "crowdbench.postgresql" and env_bool("DATABASE_PREPARED_STATEMENTS", True):
     # Parameters bound on the server and each statement prepared on its connection from its second
     # run on: the worker API sends the same few statements over and over, and PostgreSQL spent more
     # time planning them than running them. Turn off behind a pooler that cannot keep prepared
