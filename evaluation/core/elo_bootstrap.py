@@ -45,6 +45,7 @@ from functools import lru_cache
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import elo_vector
@@ -193,35 +194,78 @@ def _pcg_output(hi, lo):
     return (value >> rotation) | (value << ((_U64 - rotation) & _U63))
 
 
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """A hint to bring ``array[index]`` into the cache (no effect on results)."""
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        address = builder.bitcast(builder.gep(data, [args[1]]), ir.PointerType(ir.IntType(8)))
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ir.PointerType(ir.IntType(8)), ir.IntType(32),
+                                                            ir.IntType(32), ir.IntType(32)]), "llvm.prefetch.p0i8")
+        builder.call(prefetch, [address, ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 3),
+                                ir.Constant(ir.IntType(32), 1)])
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
+
+
+# 64-bit words per stretch mapped to battles before their cells are looked up: far enough ahead for
+# the prefetches to arrive (32: 1.04 ns per draw, 64: 1.08, 256: 1.13; looked up at once: 1.35).
+_CHUNK_WORDS = 32
+
+
 @njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
 def _draw_cells(states, inc_hi, inc_lo, words, n, threshold, cell_of_battle, out, start0, start1):
     """Two stretches of the PCG64 stream side by side (their two state chains overlap in the
     core): ``words`` 64-bit outputs from each of the states ``states[0:2]`` and ``states[2:4]``
     (high, low), each 32-bit half (low first) Lemire-mapped to a battle in [0, n), rejected words
     dropped; the drawn battles' cells go to ``out[start0:]`` and ``out[start1:]``. Returns the two
-    counts."""
+    counts.
+
+    A chunk of words is mapped to battles first, prefetching each battle's cell, and the cells are
+    looked up after the chunk: the battle table (1 MB at 1M battles) does not stay in the core's
+    cache beside the drawn blocks, and the prefetches overlap those misses with the next draws."""
     n64 = np.uint64(n)
     hi0, lo0, hi1, lo1 = states[0], states[1], states[2], states[3]
     w0 = np.uint64(start0)
     w1 = np.uint64(start1)
-    for _ in range(words):
-        hi0, lo0 = _pcg_step(hi0, lo0, inc_hi, inc_lo)
-        hi1, lo1 = _pcg_step(hi1, lo1, inc_hi, inc_lo)
-        raw0 = _pcg_output(hi0, lo0)
-        raw1 = _pcg_output(hi1, lo1)
+    drawn = np.empty(4 * _CHUNK_WORDS, dtype=np.uint64)
+    done = 0
+    while done < words:
+        chunk = min(_CHUNK_WORDS, words - done)
+        for i in range(chunk):
+            hi0, lo0 = _pcg_step(hi0, lo0, inc_hi, inc_lo)
+            hi1, lo1 = _pcg_step(hi1, lo1, inc_hi, inc_lo)
+            raw0 = _pcg_output(hi0, lo0)
+            raw1 = _pcg_output(hi1, lo1)
+            p0 = (raw0 & _LOW32) * n64
+            p1 = (raw0 >> _U32) * n64
+            p2 = (raw1 & _LOW32) * n64
+            p3 = (raw1 >> _U32) * n64
+            _prefetch(cell_of_battle, p0 >> _U32)
+            _prefetch(cell_of_battle, p1 >> _U32)
+            _prefetch(cell_of_battle, p2 >> _U32)
+            _prefetch(cell_of_battle, p3 >> _U32)
+            drawn[4 * i] = p0
+            drawn[4 * i + 1] = p1
+            drawn[4 * i + 2] = p2
+            drawn[4 * i + 3] = p3
         # Every candidate is written; the position moves on only if it is accepted (no branch).
-        product = (raw0 & _LOW32) * n64
-        out[w0] = cell_of_battle[product >> _U32]
-        w0 += np.uint64((product & _LOW32) >= threshold)
-        product = (raw0 >> _U32) * n64
-        out[w0] = cell_of_battle[product >> _U32]
-        w0 += np.uint64((product & _LOW32) >= threshold)
-        product = (raw1 & _LOW32) * n64
-        out[w1] = cell_of_battle[product >> _U32]
-        w1 += np.uint64((product & _LOW32) >= threshold)
-        product = (raw1 >> _U32) * n64
-        out[w1] = cell_of_battle[product >> _U32]
-        w1 += np.uint64((product & _LOW32) >= threshold)
+        for i in range(chunk):
+            product = drawn[4 * i]
+            out[w0] = cell_of_battle[product >> _U32]
+            w0 += np.uint64((product & _LOW32) >= threshold)
+            product = drawn[4 * i + 1]
+            out[w0] = cell_of_battle[product >> _U32]
+            w0 += np.uint64((product & _LOW32) >= threshold)
+            product = drawn[4 * i + 2]
+            out[w1] = cell_of_battle[product >> _U32]
+            w1 += np.uint64((product & _LOW32) >= threshold)
+            product = drawn[4 * i + 3]
+            out[w1] = cell_of_battle[product >> _U32]
+            w1 += np.uint64((product & _LOW32) >= threshold)
+        done += chunk
     return w0 - np.uint64(start0), w1 - np.uint64(start1)
 
 
