@@ -25,9 +25,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if connection is None or connection.closed or getattr(connection, "broken", False):
             return False
         try:
-            poller = select.poll()
-            poller.register(connection.fileno(), select.POLLIN | select.POLLPRI)
             # Anything to read, or the peer hung up or errored, on an idle connection: not usable.
-            return not poller.poll(0)
+            return not _has_input(connection.fileno())
         except (OSError, ValueError, base.Database.Error):
             return False
+
+
+def _has_input(descriptor: int) -> bool:
+    """Whether the socket has data, an end of file or an error waiting, without waiting."""
+    if hasattr(select, "poll"):  # any descriptor number (select() stops at FD_SETSIZE)
+        poller = select.poll()
+        poller.register(descriptor, select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
+    readable, _, failed = select.select([descriptor], [], [descriptor], 0)  # Windows has no poll()
+    return bool(readable or failed)

@@ -1,5 +1,6 @@
 """The health check of persistent PostgreSQL connections (``crowdbench.postgresql``): an idle connection
 passes without a query, and a connection the server has ended is replaced before a request uses it."""
+import select
 import time
 
 import psycopg
@@ -39,9 +40,18 @@ def test_an_idle_connection_passes_the_check_without_sending_a_query(monkeypatch
     assert connection.is_usable()
 
 
-def test_a_connection_the_server_ended_is_replaced_before_the_next_request_uses_it():
+@pytest.fixture(params=["poll", "select"])
+def readiness_call(request, monkeypatch):
+    """Both ways of asking the kernel: poll() where there is one, select() where not (Windows)."""
+    if request.param == "select":
+        monkeypatch.delattr(select, "poll")
+    return request.param
+
+
+def test_a_connection_the_server_ended_is_replaced_before_the_next_request_uses_it(readiness_call):
     require_postgresql()
     old_pid = backend_pid()
+    assert connection.is_usable()
     with psycopg.connect(**connection.get_connection_params(), autocommit=True) as admin:
         assert admin.execute("SELECT pg_terminate_backend(%s)", [old_pid]).fetchone() == (True,)
     deadline = time.monotonic() + 10
