@@ -373,7 +373,8 @@ else:
 # Sessions are read from the cache and written through to the database: no session query per request
 # once a session is cached, a cache flush logs nobody out, and logging out still ends the session on
 # the server (signed cookies could not be revoked). Several server processes share it through Redis.
-SESSION_ENGINE = os.environ.get("SESSION_ENGINE", "django.contrib.sessions.backends.cached_db")
+# crowdbench.sessions is Django's cached_db whose failed writes during a database outage answer 503.
+SESSION_ENGINE = os.environ.get("SESSION_ENGINE", "crowdbench.sessions")
 RATELIMIT_ENABLE = env_bool("RATE_LIMITS_ENABLED", True)
 # With the cache unavailable no count can be kept: requests pass rather than all being refused.
 RATELIMIT_FAIL_OPEN = env_bool("RATE_LIMITS_FAIL_OPEN", True)
