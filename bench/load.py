@@ -5,8 +5,9 @@ What it does, in one run:
 1. creates a fresh PostgreSQL database (dropped at the end, also after a failure) and migrates it;
 2. builds a pairwise round of ``--items`` items × ``--overlap`` judgments and ``--workers`` local
    workers, all with the same password;
-3. starts gunicorn with the repository's ``gunicorn.conf.py`` (``DEBUG`` off, rate limits off: every
-   simulated worker comes from 127.0.0.1);
+3. starts a private Redis as the cache every server process shares (sessions are read from it; the
+   deployment guide asks for one with several processes), and gunicorn with the repository's
+   ``gunicorn.conf.py`` (``DEBUG`` off, rate limits off: every simulated worker comes from 127.0.0.1);
 4. measures a trivial view on the same server: ``GET /health/`` (one ``SELECT 1`` and a cache
    round trip) from ``--workers`` clients;
 5. logs every worker in through the login form (one ``httpx.Client`` and session each, one thread
@@ -43,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness.crowd import build_round, check_integrity, log_in  # noqa: E402
 from harness.processes import (  # noqa: E402
-    create_database, database_url, drop_database, free_port, manage, server_environment, start_gunicorn, stop_group,
-    wait_until_up,
+    PrivateRedis, create_database, database_url, drop_database, free_port, manage, server_environment, start_gunicorn,
+    stop_group, wait_until_up,
 )
 
 TARGET_RATIO = 0.4
@@ -63,7 +64,9 @@ def parse_args():
     parser.add_argument("--threads", type=int, default=None, help="threads per process (GUNICORN_THREADS)")
     parser.add_argument("--postgres", default=os.environ.get(
         "TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
-    parser.add_argument("--cache-url", default="", help="e.g. redis://127.0.0.1:6379/1 (default: per-process memory)")
+    parser.add_argument("--cache-url", default=None,
+                        help="the shared cache, e.g. redis://127.0.0.1:6379/1 (default: a private redis-server); "
+                             "'' for each process's memory, where sessions are read from the database")
     return parser.parse_args()
 
 
@@ -193,15 +196,19 @@ def main() -> int:
     args = parse_args()
     name = f"cb_load_{os.getpid()}_{secrets.token_hex(3)}"
     url = database_url(args.postgres, name)
-    env = server_environment(database_url=url, cache_url=args.cache_url,
+    env = server_environment(database_url=url, cache_url=args.cache_url or "",
                              static_root=tempfile.mkdtemp(prefix="cb-load-static-"))
     if args.processes:
         env["WEB_CONCURRENCY"] = str(args.processes)
     if args.threads:
         env["GUNICORN_THREADS"] = str(args.threads)
     create_database(args.postgres, name)
-    server = None
+    server = redis = None
     try:
+        if args.cache_url is None:
+            redis = PrivateRedis()
+            redis.start()
+            args.cache_url = env["CACHE_URL"] = redis.url(1)
         manage(env, "migrate", "-v", "0")
         manage(env, "collectstatic", "--noinput", "-v", "0")
         os.environ.update({"DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "crowdbench.settings", "DEBUG": "1"})
@@ -246,13 +253,15 @@ def main() -> int:
     finally:
         if server is not None:
             stop_group(server)
+        if redis is not None:
+            redis.kill()
         drop_database(args.postgres, name)
         shutil.rmtree(env["STATIC_ROOT"], ignore_errors=True)
 
     ratio = submit_path["rate"] / trivial["rate"]
     print(f"\n{args.workers} workers, pairwise round of {args.items} items x {args.overlap}, gunicorn "
           f"({env.get('WEB_CONCURRENCY', 'default')} processes x {env.get('GUNICORN_THREADS', 'default')} threads) "
-          f"on PostgreSQL; clients in {clients} processes; {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+          f"on PostgreSQL, cache {'Redis' if args.cache_url else 'per process'}; clients in {clients} processes; {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'':<28}{'requests':>10}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
     for label, row in (("trivial view (/health/)", trivial), ("next + submit", submit_path)):
         print(f"{label:<28}{row['requests']:>10}{row['rate']:>10.1f}{row['p50']:>10.1f}{row['p99']:>10.1f}")

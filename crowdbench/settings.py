@@ -366,15 +366,21 @@ if CACHE_URL:
     # While Redis does not answer, the cache degrades to a miss (crowdbench/cache.py); the timeouts
     # bound what a hung Redis costs each request.
     _cache_timeout = env_number("CACHE_SOCKET_TIMEOUT", "1", float)
-    CACHES = {"default": {"BACKEND": "crowdbench.cache.ResilientRedisCache", "LOCATION": CACHE_URL,
-                          "OPTIONS": {"socket_connect_timeout": _cache_timeout, "socket_timeout": _cache_timeout}}}
+    _redis_cache = {"BACKEND": "crowdbench.cache.ResilientRedisCache", "LOCATION": CACHE_URL,
+                    "OPTIONS": {"socket_connect_timeout": _cache_timeout, "socket_timeout": _cache_timeout}}
+    CACHES = {"default": _redis_cache, "sessions": _redis_cache}
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    # A memory cache belongs to one process: a session cached there would outlive a logout, a
+    # password change or a login made in another process (gunicorn runs several), so without a
+    # shared cache sessions are read from the database on every request.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+              "sessions": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
 # Sessions are read from the cache and written through to the database: no session query per request
 # once a session is cached, a cache flush logs nobody out, and logging out still ends the session on
 # the server (signed cookies could not be revoked). Several server processes share it through Redis.
 # crowdbench.sessions is Django's cached_db whose failed writes during a database outage answer 503.
 SESSION_ENGINE = os.environ.get("SESSION_ENGINE", "crowdbench.sessions")
+SESSION_CACHE_ALIAS = "sessions"
 RATELIMIT_ENABLE = env_bool("RATE_LIMITS_ENABLED", True)
 # With the cache unavailable no count can be kept: requests pass rather than all being refused.
 RATELIMIT_FAIL_OPEN = env_bool("RATE_LIMITS_FAIL_OPEN", True)

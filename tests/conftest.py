@@ -66,6 +66,15 @@ def fresh_rate_limits():
     cache.clear()
 
 
+@pytest.fixture
+def shared_cache(settings):
+    """Sessions cached as with Redis in production (``CACHE_URL``): a cache every process shares, which
+    the default test settings (a memory cache of one process) do not stand for. Here one process."""
+    settings.CACHES = {**settings.CACHES,
+                       "sessions": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                                    "LOCATION": "shared-sessions"}}
+
+
 def pytest_collection_modifyitems(config, items):
     """Every test that drives chromium carries the ``browser`` marker, however its module marks it
     (CI's second, PostgreSQL pass leaves the browser out: pages do not depend on the database)."""

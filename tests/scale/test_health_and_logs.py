@@ -53,13 +53,25 @@ def test_every_response_carries_a_request_id_and_keeps_only_valid_incoming_ones(
     assert answered != hostile and uuid.UUID(answered)
 
 
-def test_a_logged_in_request_costs_no_session_query(client, django_user_model):
+def test_with_a_shared_cache_a_logged_in_request_costs_no_session_query(shared_cache, client, django_user_model):
     user = django_user_model.objects.create_user("someone", password="a-long-pass-123")
     client.force_login(user)
     with CaptureQueriesContext(connection) as queries:
         assert client.get("/").status_code == 200
     sqls = [q["sql"] for q in queries.captured_queries]
     assert not any("django_session" in sql for sql in sqls), sqls
+
+
+def test_without_a_shared_cache_a_session_ended_by_another_process_is_ended_here(client, django_user_model):
+    """The default cache is one process's memory: a session cached there would survive a logout that
+    another server process handled (it deletes the row and only its own cache entry)."""
+    from django.contrib.sessions.models import Session
+
+    user = django_user_model.objects.create_user("someone", password="a-long-pass-123")
+    client.force_login(user)
+    assert client.get("/").wsgi_request.user.is_authenticated
+    Session.objects.filter(session_key=client.session.session_key).delete()  # the other process's logout
+    assert not client.get("/").wsgi_request.user.is_authenticated
 
 
 def _configure(log_format, stream):

@@ -37,7 +37,7 @@ def one_cycle(client, round):
     return queries
 
 
-def test_next_and_submit_stay_within_the_query_budget():
+def test_next_and_submit_stay_within_the_query_budget(shared_cache):
     round = pairwise_round()
     client = APIClient()
     client.force_login(make_worker_user())

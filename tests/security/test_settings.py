@@ -40,6 +40,13 @@ def test_debug_is_off_unless_asked_for():
     assert settings_value("DEBUG", DEBUG="1") == "True"
 
 
+def test_sessions_are_cached_only_in_a_cache_every_process_shares():
+    assert settings_value('CACHES["sessions"]["BACKEND"]', SECRET_KEY=STRONG_KEY, CACHE_URL="").endswith(".DummyCache")
+    shared = settings_value('CACHES["sessions"]["BACKEND"]', SECRET_KEY=STRONG_KEY, CACHE_URL="redis://127.0.0.1:6379/1")
+    assert shared == "crowdbench.cache.ResilientRedisCache"
+    assert settings_value("SESSION_CACHE_ALIAS", SECRET_KEY=STRONG_KEY) == "sessions"
+
+
 def serve(*, entry: str, **env):
     """Load the WSGI or ASGI application as a server process would."""
     dropped = {"DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE", "CROWDBENCH_SERVING"}
