@@ -15,7 +15,8 @@ What it does, in one run:
    Both measurements use the same client: threads spread over ``--client-processes`` processes, so
    the client's own GIL is not what is measured;
 6. prints throughput, p50 / p99 latency and the ratio of the submit path's request rate to the
-   trivial view's, the machine's load average, then checks the database: every acknowledged
+   trivial view's, the mean latency the closed loop implies (workers / throughput), the machine's
+   load average, then checks the database: every acknowledged
    submission stored exactly once, no item over-assigned, none lost, every item complete.
 
 Run from the repository root: ``python bench/load.py`` (PostgreSQL at ``TEST_POSTGRES_URL``,
@@ -42,7 +43,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.crowd import build_round, check_integrity, log_in  # noqa: E402
+from harness.crowd import build_round, check_integrity, intact, log_in  # noqa: E402
 from harness.processes import (  # noqa: E402
     PrivateRedis, create_database, database_url, drop_database, free_port, manage, server_environment, start_gunicorn,
     stop_group, wait_until_up,
@@ -60,6 +61,10 @@ def parse_args():
     parser.add_argument("--client-processes", type=int, default=4,
                         help="client processes the simulated workers (and the trivial view's clients) are spread over")
     parser.add_argument("--trivial-requests", type=int, default=4000)
+    parser.add_argument("--paced-items", type=int, default=400,
+                        help="items of a second round worked at a fixed request rate (0: no paced run)")
+    parser.add_argument("--paced-share", type=float, default=0.5,
+                        help="the paced run's request rate, as a share of the closed loop's throughput")
     parser.add_argument("--processes", type=int, default=None, help="gunicorn processes (WEB_CONCURRENCY)")
     parser.add_argument("--threads", type=int, default=None, help="threads per process (GUNICORN_THREADS)")
     parser.add_argument("--postgres", default=os.environ.get(
@@ -83,12 +88,14 @@ def summary(latencies: list[float], seconds: float) -> dict:
 # --- the simulated crowd --------------------------------------------------------------------------
 
 
-def post(client: httpx.Client, url: str, label: str, latencies: list, errors: Counter, **kwargs) -> httpx.Response:
-    """POST, timed; a request that fails in transport (a timeout, a dropped connection) is sent again,
-    as a real client would: next and submit are both safe to repeat (the same open task, the same
-    stored submission)."""
+def post(client: httpx.Client, url: str, label: str, latencies: list, errors: Counter, *, due: float | None = None,
+         **kwargs) -> httpx.Response:
+    """POST, timed from ``due`` (when a paced request was meant to go) or from now; a request that fails
+    in transport (a timeout, a dropped connection) is sent again, as a real client would: next and
+    submit are both safe to repeat (the same open task, the same stored submission)."""
     for _attempt in range(5):
-        start = time.perf_counter()
+        start = time.perf_counter() if due is None else due
+        due = None
         try:
             return client.post(url, **kwargs)
         except httpx.TransportError as error:
@@ -98,24 +105,40 @@ def post(client: httpx.Client, url: str, label: str, latencies: list, errors: Co
     raise RuntimeError(f"{label}: five transport failures in a row")
 
 
-def work(base_url: str, username: str, round_id: int, barrier: threading.Barrier, out: dict, lock) -> None:
+def work(base_url: str, username: str, round_id: int, interval: float | None, barrier: threading.Barrier, out: dict,
+         lock) -> None:
+    """One simulated worker: "next task → submit" until the round has nothing left for it. With
+    ``interval`` (seconds) its requests go on a fixed schedule, one every ``interval``, and each
+    latency counts from when the request was due, so a server falling behind shows in it (an open
+    loop); without, each request goes as soon as the last one is answered (a closed loop)."""
     rng = random.Random(username)
     latencies, acknowledged, errors = [], [], Counter()
+
+    def send(url: str, label: str, **kwargs) -> httpx.Response:
+        nonlocal due
+        if interval is None:
+            return post(client, url, label, latencies, errors, **kwargs)
+        time.sleep(max(0.0, due - time.perf_counter()))
+        response = post(client, url, label, latencies, errors, due=due, **kwargs)
+        due += interval
+        return response
+
     try:
         with httpx.Client(base_url=base_url, timeout=60, follow_redirects=False) as client:
             log_in(client, username)
             barrier.wait()
+            # Paced workers start spread over one interval, not all at once.
+            due = time.perf_counter() + rng.random() * (interval or 0)
             while True:
                 headers = {"X-CSRFToken": client.cookies["csrftoken"]}
-                response = post(client, f"/api/work/rounds/{round_id}/next/", "next", latencies, errors,
-                                headers=headers)
+                response = send(f"/api/work/rounds/{round_id}/next/", "next", headers=headers)
                 if response.status_code != 200:
                     errors[f"next {response.status_code}"] += 1
                     continue
                 assignment = response.json()["assignment"]
                 if assignment is None:
                     break
-                response = post(client, assignment["submit_url"], "submit", latencies, errors,
+                response = send(assignment["submit_url"], "submit",
                                 json={"choice": rng.choice(["left", "right"])}, headers=headers)
                 if response.status_code in (200, 201):
                     acknowledged.append(response.json()["assignment"])
@@ -156,10 +179,11 @@ def hammer(base_url: str, path: str, per_thread: int, threads: int, barrier, res
     results.put(latencies)
 
 
-def crowd(base_url: str, usernames: list[str], round_id: int, barrier, results) -> None:
+def crowd(base_url: str, usernames: list[str], round_id: int, interval: float | None, barrier, results) -> None:
     """One thread per simulated worker (``work``); everything they measured goes to ``results``."""
     out, lock = {"latencies": [], "acknowledged": [], "errors": Counter()}, threading.Lock()
-    pool = [threading.Thread(target=work, args=(base_url, name, round_id, barrier, out, lock)) for name in usernames]
+    pool = [threading.Thread(target=work, args=(base_url, name, round_id, interval, barrier, out, lock))
+            for name in usernames]
     for thread in pool:
         thread.start()
     for thread in pool:
@@ -190,6 +214,19 @@ def in_processes(target, argument_lists: list[tuple], parties: int) -> tuple[lis
 
 def split(values: list, parts: int) -> list[list]:
     return [chunk for chunk in (values[n::parts] for n in range(parts)) if chunk]
+
+
+def run_crowd(base_url: str, usernames: list[str], round_id: int, interval: float | None, clients: int):
+    """Every simulated worker on the round (``crowd`` in ``clients`` processes): what they saw together,
+    and the seconds it took."""
+    reports, seconds = in_processes(
+        crowd, [(base_url, chunk, round_id, interval) for chunk in split(usernames, clients)], len(usernames))
+    out = {"latencies": [], "acknowledged": [], "errors": Counter()}
+    for report in reports:
+        out["latencies"].extend(report["latencies"])
+        out["acknowledged"].extend(report["acknowledged"])
+        out["errors"].update(report["errors"])
+    return out, seconds
 
 
 def main() -> int:
@@ -236,19 +273,23 @@ def main() -> int:
         reports, seconds = in_processes(hammer, hammer_args, args.workers)
         trivial = summary([value for report in reports for value in report], seconds)
 
-        reports, seconds = in_processes(
-            crowd, [(base_url, chunk, round.pk) for chunk in split(usernames, clients)], args.workers)
-        out = {"latencies": [], "acknowledged": [], "errors": Counter()}
-        for report in reports:
-            out["latencies"].extend(report["latencies"])
-            out["acknowledged"].extend(report["acknowledged"])
-            out["errors"].update(report["errors"])
+        out, seconds = run_crowd(base_url, usernames, round.pk, None, clients)
         submit_path = summary(out["latencies"], seconds)
         accepted = len(out["acknowledged"]) / seconds
         load = os.getloadavg()
-
         integrity = check_integrity(round_id=round.pk, acknowledged=out["acknowledged"], overlap=args.overlap,
                                     items=args.items)
+
+        paced = paced_integrity = None
+        if args.paced_items:
+            paced_round, _ = build_round(items=args.paced_items, overlap=args.overlap, workers=0, name="Paced")
+            connection.close()
+            offered = args.paced_share * submit_path["rate"]
+            paced_out, paced_seconds = run_crowd(base_url, usernames, paced_round.pk, args.workers / offered, clients)
+            paced = {**summary(paced_out["latencies"], paced_seconds), "offered": offered}
+            paced_integrity = check_integrity(round_id=paced_round.pk, acknowledged=paced_out["acknowledged"],
+                                              overlap=args.overlap, items=args.paced_items)
+            out["errors"].update(paced_out["errors"])
         connection.close()
     finally:
         if server is not None:
@@ -263,17 +304,30 @@ def main() -> int:
           f"({env.get('WEB_CONCURRENCY', 'default')} processes x {env.get('GUNICORN_THREADS', 'default')} threads) "
           f"on PostgreSQL, cache {'Redis' if args.cache_url else 'per process'}; clients in {clients} processes; {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'':<28}{'requests':>10}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
-    for label, row in (("trivial view (/health/)", trivial), ("next + submit", submit_path)):
+    rows = [("trivial view (/health/)", trivial), ("next + submit", submit_path)]
+    if paced:
+        rows.append(("next + submit, paced", paced))
+    for label, row in rows:
         print(f"{label:<28}{row['requests']:>10}{row['rate']:>10.1f}{row['p50']:>10.1f}{row['p99']:>10.1f}")
     print(f"accepted submissions per second: {accepted:.1f} ({len(out['acknowledged'])} in {seconds:.1f} s)")
     print(f"ratio (submit-path requests/s over trivial requests/s): {ratio:.2f}  (target >= {TARGET_RATIO})")
+    # A closed loop: each simulated worker sends its next request when the last one is answered, so
+    # the mean latency is the number of workers over the throughput (Little's law), whatever the code.
+    needed = args.workers / (TARGET_P99_MS / 1000)
+    print(f"closed loop of {args.workers} workers: mean latency {args.workers / submit_path['rate'] * 1000:.0f} ms "
+          f"at this throughput; a p99 of {TARGET_P99_MS:.0f} ms needs more than {needed:.0f} requests/s "
+          f"(the trivial view: {trivial['rate']:.0f} requests/s, p99 {trivial['p99']:.0f} ms)")
     if out["errors"]:
         print("refused requests:", dict(out["errors"]))
+    if paced:
+        print(f"paced: {paced['offered']:.1f} requests/s offered ({args.paced_share:.0%} of the closed loop's "
+              f"throughput), each latency counted from when its request was due, on a round of {args.paced_items} "
+              f"items x {args.overlap}")
     print("integrity:", ", ".join(f"{key} {value}" for key, value in integrity.items()))
-    intact = (integrity["lost (acknowledged, not stored)"] == 0 and integrity["stored twice (item, worker)"] == 0
-              and integrity["items over-assigned"] == 0 and integrity["acknowledged twice"] == 0
-              and integrity["stored, not acknowledged"] == 0 and integrity["items complete"] == args.items)
-    met = {"ratio": ratio >= TARGET_RATIO, "p99": submit_path["p99"] <= TARGET_P99_MS, "integrity": intact}
+    if paced_integrity:
+        print("integrity (paced):", ", ".join(f"{key} {value}" for key, value in paced_integrity.items()))
+    stored_once = all(check is None or intact(check) for check in (integrity, paced_integrity))
+    met = {"ratio": ratio >= TARGET_RATIO, "p99": submit_path["p99"] <= TARGET_P99_MS, "integrity": stored_once}
     print("targets:", ", ".join(f"{key} {'met' if ok else 'MISSED'}" for key, ok in met.items()))
     return 0 if all(met.values()) else 1
 

@@ -18,7 +18,9 @@ PASSWORD = "load-bench-pass-12345"
 RETRIED_STATUSES = (502, 503, 504)
 
 
-def build_round(*, items: int, overlap: int, workers: int):
+def build_round(*, items: int, overlap: int, workers: int, name: str = "Load"):
+    """A pairwise round of ``items`` × ``overlap`` judgments named ``name``, open, and ``workers`` new
+    local workers (``load0``, ``load1``, ...; 0 for none, to reuse those of an earlier round)."""
     from django.conf import settings
     from django.contrib.auth.hashers import make_password
     from django.contrib.auth.models import Group, User
@@ -27,7 +29,7 @@ def build_round(*, items: int, overlap: int, workers: int):
     from datasets_app.instance_status import new_instance
     from datasets_app.models import Instance, InstructionFamily, ModelOutput, Source
 
-    family = InstructionFamily.objects.create(name="Load family", description="Load bench.",
+    family = InstructionFamily.objects.create(name=f"{name} family", description="Load bench.",
                                               seed_instruction="Describe the scene.", seed_response="A scene.")
     instances = Instance.objects.bulk_create([
         new_instance(family=family, instruction=f"Describe scene {n}.", source=Source.RESEARCHER,
@@ -36,11 +38,11 @@ def build_round(*, items: int, overlap: int, workers: int):
         for n in range(items)
     ])
     outputs = ModelOutput.objects.bulk_create([
-        ModelOutput(instance=instance, model_name=name, text=f"{name} answers scene {instance.pk}.")
-        for instance in instances for name in ("model-a", "model-b")
+        ModelOutput(instance=instance, model_name=model, text=f"{model} answers scene {instance.pk}.")
+        for instance in instances for model in ("model-a", "model-b")
     ])
     pairs = [(outputs[2 * n], outputs[2 * n + 1]) for n in range(items)]
-    round = services.create_round(name="Load round", task_type="pairwise", workers_per_item=overlap,
+    round = services.create_round(name=f"{name} round", task_type="pairwise", workers_per_item=overlap,
                                   time_limit_seconds=600)
     services.add_items(round=round, targets=pairs)
     services.open_round(round=round)
