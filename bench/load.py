@@ -72,7 +72,10 @@ def parse_args():
     parser.add_argument("--cache-url", default=None,
                         help="the shared cache, e.g. redis://127.0.0.1:6379/1 (default: a private redis-server); "
                              "'' for each process's memory, where sessions are read from the database")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.paced_items < 0 or not 0 < args.paced_share <= 1:
+        parser.error("--paced-items must be 0 or more and --paced-share within (0, 1]")
+    return args
 
 
 def percentile(values: list[float], q: float) -> float:
