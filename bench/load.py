@@ -17,7 +17,10 @@ What it does, in one run:
 6. prints throughput, p50 / p99 latency and the ratio of the submit path's request rate to the
    trivial view's, the mean latency the closed loop implies (workers / throughput), the machine's
    load average, then checks the database: every acknowledged
-   submission stored exactly once, no item over-assigned, none lost, every item complete.
+   submission stored exactly once, no item over-assigned, none lost, every item complete;
+7. has the same workers work a second round (``--paced-items``) at a fixed request rate,
+   ``--paced-share`` of the closed loop's throughput, each latency counted from when its request was
+   due (an open loop: the latency while the server keeps up), and checks that round the same way.
 
 Run from the repository root: ``python bench/load.py`` (PostgreSQL at ``TEST_POSTGRES_URL``,
 default ``postgres://postgres@127.0.0.1:5432/postgres``). ``--items 200`` for a quick look.
