@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 
+from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -71,3 +72,20 @@ class ResilientRedisCache(RedisCache):
     set_many = _degraded(lambda data, *a, **k: list(data))(RedisCache.set_many)
     delete_many = _degraded(lambda *a, **k: None)(RedisCache.delete_many)
     clear = _degraded(lambda *a, **k: False)(RedisCache.clear)
+
+
+class SessionRedisCache(ResilientRedisCache):
+    """The sessions' cache: ``ResilientRedisCache`` whose entries live at most ``MAX_TIMEOUT`` seconds
+    (a key of the cache's settings, 300 by default), after which a session is read from the database
+    again. A write that Redis did not take while it was unreachable but kept its data (a logout
+    during a network partition, say) then leaves a stale copy behind for that long at most, not for
+    the rest of the session's life (two weeks by default)."""
+
+    def __init__(self, server, params):
+        super().__init__(server, params)
+        self.max_timeout = int(params.get("MAX_TIMEOUT", 300))
+
+    def get_backend_timeout(self, timeout=DEFAULT_TIMEOUT):
+        seconds = super().get_backend_timeout(timeout)
+        # None is "never expire"; 0 deletes the key and stays 0.
+        return self.max_timeout if seconds is None else min(seconds, self.max_timeout)

@@ -368,7 +368,11 @@ if CACHE_URL:
     _cache_timeout = env_number("CACHE_SOCKET_TIMEOUT", "1", float)
     _redis_cache = {"BACKEND": "crowdbench.cache.ResilientRedisCache", "LOCATION": CACHE_URL,
                     "OPTIONS": {"socket_connect_timeout": _cache_timeout, "socket_timeout": _cache_timeout}}
-    CACHES = {"default": _redis_cache, "sessions": _redis_cache}
+    # A cached session is read from the database again after SESSION_CACHE_SECONDS: what a write Redis
+    # missed while unreachable (a logout, say) cannot outlive that (crowdbench.cache.SessionRedisCache).
+    CACHES = {"default": _redis_cache,
+              "sessions": {**_redis_cache, "BACKEND": "crowdbench.cache.SessionRedisCache",
+                           "MAX_TIMEOUT": env_number("SESSION_CACHE_SECONDS", "300", int)}}
 else:
     # A memory cache belongs to one process: a session cached there would outlive a logout, a
     # password change or a login made in another process (gunicorn runs several), so without a

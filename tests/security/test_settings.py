@@ -43,7 +43,9 @@ def test_debug_is_off_unless_asked_for():
 def test_sessions_are_cached_only_in_a_cache_every_process_shares():
     assert settings_value('CACHES["sessions"]["BACKEND"]', SECRET_KEY=STRONG_KEY, CACHE_URL="").endswith(".DummyCache")
     shared = settings_value('CACHES["sessions"]["BACKEND"]', SECRET_KEY=STRONG_KEY, CACHE_URL="redis://127.0.0.1:6379/1")
-    assert shared == "crowdbench.cache.ResilientRedisCache"
+    assert shared == "crowdbench.cache.SessionRedisCache"
+    assert settings_value('CACHES["sessions"]["MAX_TIMEOUT"]', SECRET_KEY=STRONG_KEY, CACHE_URL="redis://127.0.0.1:6379/1",
+                          SESSION_CACHE_SECONDS="120") == "120"
     assert settings_value("SESSION_CACHE_ALIAS", SECRET_KEY=STRONG_KEY) == "sessions"
 
 
