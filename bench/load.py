@@ -251,7 +251,7 @@ def main() -> int:
         if args.cache_url is None:
             redis = PrivateRedis()
             redis.start()
-            args.cache_url = env["CACHE_URL"] = redis.url(1)
+            env["CACHE_URL"] = redis.url(1)
         manage(env, "migrate", "-v", "0")
         manage(env, "collectstatic", "--noinput", "-v", "0")
         os.environ.update({"DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "crowdbench.settings", "DEBUG": "1"})
@@ -308,7 +308,7 @@ def main() -> int:
     ratio = submit_path["rate"] / trivial["rate"]
     print(f"\n{args.workers} workers, pairwise round of {args.items} items x {args.overlap}, gunicorn "
           f"({env.get('WEB_CONCURRENCY', 'default')} processes x {env.get('GUNICORN_THREADS', 'default')} threads) "
-          f"on PostgreSQL, cache {'Redis' if args.cache_url else 'per process'}; clients in {clients} processes; {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+          f"on PostgreSQL, cache {'Redis' if env['CACHE_URL'] else 'per process'}; clients in {clients} processes; {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'':<28}{'requests':>10}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
     rows = [("trivial view (/health/)", trivial), ("next + submit", submit_path)]
     if paced:
