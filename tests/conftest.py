@@ -67,6 +67,18 @@ def fresh_rate_limits():
 
 
 @pytest.fixture
+def redis_server():
+    """A private redis-server on a free port, in memory only, that the test may kill and start again;
+    killed at the end."""
+    from harness.processes import PrivateRedis
+
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.kill()
+
+
+@pytest.fixture
 def shared_cache(settings):
     """Sessions cached as with Redis in production (``CACHE_URL``): a cache every process shares, which
     the default test settings (a memory cache of one process) do not stand for. Here one process."""

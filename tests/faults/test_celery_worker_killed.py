@@ -18,7 +18,7 @@ from django.contrib.auth.models import User
 from crowdbench.celery import app
 from datasets_app.models import Instance, ReferenceCandidate
 from fakes.openai_server import FakeOpenAIServer, judge_responder
-from harness.processes import PrivateRedis, server_environment, start_celery_worker, stop_group, wait_for
+from harness.processes import server_environment, start_celery_worker, stop_group, wait_for
 from llm.models import LLMCall
 from projects.services import create_project
 from stepruns.models import StepRun
@@ -34,10 +34,9 @@ MARKER = re.compile(r"fault-scene-(\d+)")
 
 
 @pytest.fixture
-def broker(settings):
+def broker(settings, redis_server):
     """A private redis-server as broker, for this process (which queues the run) and the workers."""
-    server = PrivateRedis()
-    server.start()
+    server = redis_server
     saved = {key: app.conf[key] for key in ("broker_url", "result_backend", "task_always_eager")}
     settings.CELERY_BROKER_URL = server.url(0)
     settings.CELERY_TASK_ALWAYS_EAGER = False
@@ -48,7 +47,6 @@ def broker(settings):
     finally:
         app.conf.update(saved)
         _forget_connections()
-        server.kill()
 
 
 @pytest.fixture

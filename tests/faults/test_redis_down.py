@@ -11,7 +11,7 @@ import pytest
 
 from crowdbench.cache import WARNING_INTERVAL
 from harness.crowd import Crowd, build_round, check_integrity, intact
-from harness.processes import PrivateRedis, wait_for
+from harness.processes import wait_for
 
 from .conftest import PROCESSES, assert_no_server_errors
 
@@ -22,14 +22,6 @@ pytestmark = pytest.mark.postgres
 ITEMS, OVERLAP, WORKERS = 20, 5, 8
 EARLY = WORKERS // 2
 assert OVERLAP > EARLY
-
-
-@pytest.fixture
-def redis_server():
-    server = PrivateRedis()
-    server.start()
-    yield server
-    server.kill()
 
 
 def health(server) -> httpx.Response:

@@ -6,17 +6,8 @@ import pytest
 import redis
 
 from crowdbench.cache import SessionRedisCache
-from harness.processes import PrivateRedis
 
 TWO_WEEKS = 14 * 24 * 3600
-
-
-@pytest.fixture(scope="module")
-def redis_server():
-    server = PrivateRedis()
-    server.start()
-    yield server
-    server.kill()
 
 
 @pytest.fixture
