@@ -31,11 +31,15 @@ from .task_types import get_task_type
 
 logger = logging.getLogger(__name__)
 
-# Settings a follow-up round copies from the round it follows (not the budget: tasks cost differently).
+# What a chained round takes from the round it follows: who may work on it (language, eligibility
+# and quality rules, study information), what it pays and how long a task may take, and who made it.
+# Not its budget cap (tasks cost differently), overlap, instructions or time estimate (the task
+# type's own), nor the role of a qualifying round (``qualifies_for_project``: its items are gold).
 INHERITED_SETTINGS = (
-    "language", "reward_per_task", "currency", "target_hourly_wage", "time_limit_seconds",
-    "qualification_rules", "created_by",
+    "language", "reward_per_task", "currency", "target_hourly_wage", "time_limit_seconds", "consent_text",
+    "created_by",
 )
+NOT_INHERITED_RULES = ("qualifies_for_project",)
 USABLE = (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED)
 
 
@@ -93,10 +97,22 @@ def latest_caption_round(instance: Instance) -> CollectionRound | None:
     return item.round if item else None
 
 
-def create_follow_up_round(*, after: CollectionRound | None, task_type: str, name: str | None = None,
-                           workers_per_item: int | None = None) -> CollectionRound:
-    """A new round of ``task_type`` with the settings of ``after`` (defaults without one)."""
+def create_follow_up_round(*, after: CollectionRound | None, task_type: str, project=None, name: str | None = None,
+                           workers_per_item: int | None = None, **settings) -> CollectionRound:
+    """A new round of ``task_type`` for the researcher: the one way the pipeline makes a round.
+
+    It belongs to the project of ``after`` (the round it follows), or to ``project`` (the project of
+    its targets) when it follows none or one of no project, and takes the settings of ``after``
+    listed in ``INHERITED_SETTINGS`` and its qualification rules (defaults without one); ``settings``
+    (``services.create_round`` arguments) override them. A draft: the caller adds items and opens it.
+    """
     inherited = {field: getattr(after, field) for field in INHERITED_SETTINGS} if after else {}
+    if after is not None:
+        inherited["qualification_rules"] = {
+            rule: value for rule, value in (after.qualification_rules or {}).items() if rule not in NOT_INHERITED_RULES
+        }
+        if after.project_id is not None:
+            project = after.project
     if workers_per_item is None:
         workers_per_item = get_task_type(task_type).default_workers_per_item
     stamp = timezone.now().strftime("%Y-%m-%d %H:%M")
@@ -104,8 +120,14 @@ def create_follow_up_round(*, after: CollectionRound | None, task_type: str, nam
         f"{task_type.replace('_', ' ').capitalize()} {stamp}"
     )
     return services.create_round(
-        name=name or default_name, task_type=task_type, workers_per_item=workers_per_item, **inherited
+        name=name or default_name, task_type=task_type, workers_per_item=workers_per_item, project=project,
+        **{**inherited, **{key: value for key, value in settings.items() if value is not None}},
     )
+
+
+def project_of(instance: Instance):
+    """The project an instance's data belongs to (through its family); None for data of none."""
+    return instance.family.project
 
 
 @dataclass
@@ -133,7 +155,8 @@ def open_verification_items(
     """
     report = RoutingReport()
     by_round: dict[int, tuple[CollectionRound, list[ReferenceCandidate]]] = {}
-    fresh_without_caption_round: CollectionRound | None = None
+    # Per project: candidates of instances captioned outside the platform share one new round.
+    without_caption_round: dict[int | None, CollectionRound] = {}
     new_rounds: list[CollectionRound] = []
     for candidate in candidates:
         if WorkItem.objects.filter(candidate=candidate).exists():
@@ -141,17 +164,22 @@ def open_verification_items(
             continue
         target = round
         if target is None:
+            project = project_of(candidate.instance)
             caption_round = latest_caption_round(candidate.instance)
+            if caption_round is not None and caption_round.project_id not in (None, getattr(project, "pk", None)):
+                caption_round = None  # another project's round never receives this project's work
             if caption_round is None:
-                if fresh_without_caption_round is None:
-                    fresh_without_caption_round = create_follow_up_round(after=None, task_type="verification")
-                    new_rounds.append(fresh_without_caption_round)
-                target = fresh_without_caption_round
+                key = getattr(project, "pk", None)
+                if key not in without_caption_round:
+                    without_caption_round[key] = create_follow_up_round(
+                        after=None, task_type="verification", project=project)
+                    new_rounds.append(without_caption_round[key])
+                target = without_caption_round[key]
             else:
                 caption_round.refresh_from_db(fields=["follow_up_round"])
                 target = caption_round.follow_up_round
                 if target is None or target.status not in USABLE:
-                    target = create_follow_up_round(after=caption_round, task_type="verification")
+                    target = create_follow_up_round(after=caption_round, task_type="verification", project=project)
                     new_rounds.append(target)
                     caption_round.follow_up_round = target
                     caption_round.full_clean()
@@ -201,7 +229,7 @@ def generate_and_route_references(
         instances=instances, model=model, budget_usd=budget_usd, run=run, progress=progress,
         on_requests=on_requests, client=client,
     )
-    candidates = ReferenceCandidate.objects.filter(pk__in=report.candidate_ids).select_related("instance")
+    candidates = ReferenceCandidate.objects.filter(pk__in=report.candidate_ids).select_related("instance__family")
     routing = open_verification_items(candidates=candidates, round=verification_round)
     return PipelineReport(references=report, routing=routing)
 
@@ -256,24 +284,25 @@ def recaption_discarded(
     instances = discarded_instances(reasons=reasons, instance_ids=instance_ids)
     if not instances:
         return RecaptionReport(round=None, instance_ids=[])
+    projects = {instance.family.project_id for instance in instances}
+    if len(projects) > 1:
+        raise ValueError("the discarded instances belong to several projects; re-caption each project's "
+                         "instances apart (name them with instance ids)")
+    project = project_of(instances[0])
     previous = latest_caption_round(instances[0])
+    if previous is not None and previous.project_id not in (None, getattr(project, "pk", None)):
+        previous = None
+    if follow_up_round is not None and follow_up_round.project_id != getattr(project, "pk", None):
+        raise ValueError(f"round {follow_up_round.pk} belongs to another project than the instances")
     round = create_follow_up_round(
-        after=previous, task_type="caption", workers_per_item=workers_per_item,
+        after=previous, task_type="caption", project=project, workers_per_item=workers_per_item,
         name=name or f"Re-caption ({', '.join(reasons)}) {timezone.now():%Y-%m-%d %H:%M}",
+        reward_per_task=reward_per_task, created_by=created_by,
     )
-    changed = []
-    if reward_per_task is not None:
-        round.reward_per_task = reward_per_task
-        changed.append("reward_per_task")
-    if created_by is not None:
-        round.created_by = created_by
-        changed.append("created_by")
     if follow_up_round is not None:
         round.follow_up_round = follow_up_round
-        changed.append("follow_up_round")
-    if changed:
         round.full_clean()
-        round.save(update_fields=changed)
+        round.save(update_fields=["follow_up_round"])
     for instance in instances:
         instance_status.recaption(instance)
     services.add_items(round=round, targets=instances)

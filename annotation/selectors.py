@@ -122,6 +122,19 @@ class WorkOffer:
         return round(self.expected_seconds / 60, 1)
 
 
+def settled_items_of_any_type() -> Q:
+    """Items that another item has settled (``TaskType.settled_items`` of each registered type, on
+    the items of its rounds): the engine hands out no task on them. Matches nothing when no type has any."""
+    from .task_types import REGISTRY
+
+    settled = Q(pk__in=[])
+    for key, handler in REGISTRY.items():
+        condition = handler.settled_items()
+        if condition is not None:
+            settled |= Q(round__task_type=key) & condition
+    return settled
+
+
 def work_list_for_worker(*, worker: Worker) -> list[WorkOffer]:
     """The open rounds the worker can still do, newest first: qualified (provider, language, approved
     tasks; not blocked), with a task left for them (an open one, or an item they have not done with a
@@ -139,6 +152,7 @@ def work_list_for_worker(*, worker: Worker) -> list[WorkOffer]:
     worker_items = Assignment.objects.filter(worker=worker).values("item")
     free_items = (
         WorkItem.objects.filter(round=OuterRef("pk"), completed_at__isnull=True)
+        .exclude(settled_items_of_any_type())
         .exclude(pk__in=worker_items)
         .annotate(taken=_count_subquery(holding.filter(item=OuterRef("pk")), group_by="item"))
         .filter(taken__lt=OuterRef("workers_per_item"))

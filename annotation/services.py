@@ -619,8 +619,8 @@ def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, p
     handler = get_task_type(round.task_type)
     try:
         with transaction.atomic():
-            item = _first_free_item.first((*handler.target_fields, *handler.shown_with_item),
-                                          round_id=round.pk, worker_id=worker.pk, needed=round.workers_per_item)
+            item = _first_free_item.first(handler.key, round_id=round.pk, worker_id=worker.pk,
+                                          needed=round.workers_per_item)
             if item is None or not item_fits(item=item, handler=handler):
                 raise _NotClaimed
             item.round = round
@@ -635,12 +635,20 @@ def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, p
         return None
 
 
-def _build_first_free_item(related: tuple, round_id: int, worker_id: int, needed: int):
-    """The first item (by position) of the round with a slot free and none of the worker's, locked
-    unless another request holds it; with ``related`` (the task type's targets) joined."""
+def wanted_items(queryset, *, handler: TaskType):
+    """``queryset`` (items of ``handler``'s type) without the ones another item has settled
+    (``TaskType.settled_items``): no task is handed out on those."""
+    settled = handler.settled_items()
+    return queryset if settled is None else queryset.exclude(settled)
+
+
+def _build_first_free_item(task_type: str, round_id: int, worker_id: int, needed: int):
+    """The first item (by position) of the round with a slot free and none of the worker's, not
+    settled by another item, locked unless another request holds it; with the task type's targets joined."""
+    handler = get_task_type(task_type)
     return (
-        WorkItem.objects.select_for_update(skip_locked=True, no_key=True, of=("self",))
-        .select_related(*related)
+        wanted_items(WorkItem.objects.select_for_update(skip_locked=True, no_key=True, of=("self",))
+                     .select_related(*handler.target_fields, *handler.shown_with_item), handler=handler)
         .filter(round=round_id, completed_at__isnull=True)
         .exclude(pk__in=Assignment.objects.filter(worker=worker_id, round=round_id).values("item"))
         .annotate(taken=_slots_taken_subquery())
@@ -724,7 +732,8 @@ def _request_assignment_locked(
             committed = Assignment.objects.holding_a_slot().filter(round=round).count()
             if (committed + 1) * round.reward_per_task > round.budget_cap:
                 return None
-    candidates = WorkItem.objects.filter(round=round, completed_at__isnull=True)
+    candidates = wanted_items(WorkItem.objects.filter(round=round, completed_at__isnull=True),
+                              handler=get_task_type(round.task_type))
     if only_item is not None:
         candidates = candidates.filter(pk=only_item.pk)
     candidate_ids = list(
@@ -1191,6 +1200,7 @@ __all__ = [
     "check_worker_may_work",
     "close_round",
     "create_round",
+    "wanted_items",
     "expire_stale_assignments",
     "extend_round",
     "failed_checks",

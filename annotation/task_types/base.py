@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.files.base import File
+from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from crowdbench.input_checks import strict_int
@@ -179,6 +180,12 @@ class TaskType:
 
     def on_reopened(self, item: WorkItem) -> None:
         """The item is open again after a rejected judgment: undo what completion decided."""
+
+    def settled_items(self) -> Q | None:
+        """Open items of this type whose question another item has already answered (a condition on
+        ``WorkItem``): the engine hands out no task on them and the work list does not count them.
+        None when every open item still wants its judgments."""
+        return None
 
     # --- dry runs, gold and qualification questions ---------------------------------------------
 

@@ -47,7 +47,8 @@ class AwaitingCaptionParams(forms.Form):
 class AwaitingCaptionSource(ItemSource):
     key = "awaiting_caption"
     label = "Instances awaiting a caption"
-    description = "Instances of the project awaiting a caption, not already items of an unfinished caption round."
+    description = ("Instances of the project awaiting a caption, not already waiting in an item of a caption round "
+                   "that is not closed or cancelled.")
     params_form = AwaitingCaptionParams
 
     def plan(self, *, project, params, language, rng):
@@ -55,7 +56,7 @@ class AwaitingCaptionSource(ItemSource):
             Instance.objects.filter(family__project=project, status=Instance.Status.AWAITING_CAPTION),
             params.get("instance_ids") or [], what="instance awaiting a caption")
         instances = instances.filter(image_links__isnull=False).distinct().select_related("family").order_by("pk")
-        queued = queued_targets(project=project, task_type=CaptionTask.key, column="instance")
+        queued = queued_targets(targets=instances, task_type=CaptionTask.key, column="instance")
         specs = [ItemSpec(target=instance, label=f"#{instance.pk} {instance.family.name}: {instance.instruction[:80]}",
                           instance_id=instance.pk)
                  for instance in instances if instance.pk not in queued]

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy
 from datasets_app.models import ReviewSet
 
 from .base import ListField, StrictIntegerField, TaskType, image_view
-from .sources import ItemSource, ItemSpec, SourceResult, limit_field, limited
+from .sources import ItemSource, ItemSpec, SourceResult, limit_field, limited, queued_targets
 
 
 class RankingForm(forms.Form):
@@ -81,7 +81,8 @@ class ReviewSetsParams(forms.Form):
 class ReviewSetsSource(ItemSource):
     key = "review_sets"
     label = "Review sets"
-    description = "The project's complete review sets in the round's language (IRR ranks each language apart)."
+    description = ("The project's complete review sets in the round's language (IRR ranks each language apart), "
+                   "not already waiting in an item of a ranking round that is not closed or cancelled.")
     params_form = ReviewSetsParams
 
     def plan(self, *, project, params, language, rng):
@@ -91,9 +92,10 @@ class ReviewSetsSource(ItemSource):
         )
         if params.get("category"):
             review_sets = review_sets.filter(category=params["category"])
+        queued = queued_targets(targets=review_sets, task_type=RankingTask.key, column="review_set")
         specs = [ItemSpec(target=review_set, label=f"{review_set} {review_set.category}".strip())
-                 for review_set in review_sets]
-        return SourceResult(specs=limited(specs, params.get("limit")))
+                 for review_set in review_sets if review_set.pk not in queued]
+        return SourceResult(specs=limited(specs, params.get("limit")), notes={"already_queued": len(queued)})
 
 class RankingTask(TaskType):
     key = "ranking"

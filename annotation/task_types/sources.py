@@ -137,12 +137,17 @@ def limited(specs: list[ItemSpec], limit: int | None) -> list[ItemSpec]:
     return specs[:limit] if limit else specs
 
 
-def queued_targets(*, project, task_type: str, column: str) -> set[int]:
-    """Ids in ``column`` of items of the project's unfinished rounds of ``task_type`` (already queued)."""
+def queued_targets(*, targets, task_type: str, column: str) -> set[int]:
+    """Ids of ``targets`` (a queryset) that already wait in a ``task_type`` round: in ``column`` of an
+    item not yet complete, in a round not closed or cancelled, whatever project that round has (rounds
+    made before rounds took their project have none). A source leaves these out, so the same work is
+    never queued, and paid, twice; a completed item holds nothing (its target may come back, e.g.
+    re-captioned after a discard)."""
     from ..models import CollectionRound, WorkItem
 
-    unfinished = (CollectionRound.Status.CLOSED, CollectionRound.Status.CANCELLED)
+    finished = (CollectionRound.Status.CLOSED, CollectionRound.Status.CANCELLED)
     return set(
-        WorkItem.objects.filter(round__project=project, round__task_type=task_type, **{f"{column}__isnull": False})
-        .exclude(round__status__in=unfinished).values_list(f"{column}_id", flat=True)
+        WorkItem.objects.filter(round__task_type=task_type, completed_at__isnull=True,
+                                **{f"{column}__in": targets.order_by().values("pk")})
+        .exclude(round__status__in=finished).values_list(f"{column}_id", flat=True)
     )

@@ -5,7 +5,7 @@ from collections import Counter
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.db.models import ProtectedError
+from django.db.models import Exists, OuterRef, ProtectedError, Q
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -60,7 +60,7 @@ class CandidatesSource(ItemSource):
     key = "reference_candidates"
     label = "Reference candidates"
     description = ("Reference candidates of instances awaiting verification that have no verdict yet and are "
-                   "not already items of an unfinished verification round.")
+                   "not already waiting in an item of a verification round that is not closed or cancelled.")
     params_form = CandidatesParams
 
     def plan(self, *, project, params, language, rng):
@@ -69,7 +69,7 @@ class CandidatesSource(ItemSource):
                                               instance__status=Instance.Status.AWAITING_VERIFICATION)
             .exclude(verifications__is_aggregate=True).select_related("instance").order_by("pk")
         )
-        queued = queued_targets(project=project, task_type=VerificationTask.key, column="candidate")
+        queued = queued_targets(targets=candidates, task_type=VerificationTask.key, column="candidate")
         specs = [ItemSpec(target=candidate, label=f"#{candidate.instance_id}: {candidate.text[:80]}",
                           instance_id=candidate.instance_id)
                  for candidate in candidates if candidate.pk not in queued]
@@ -184,6 +184,13 @@ class VerificationTask(TaskType):
         _drop_reference(candidate)
         if instance.status in (Instance.Status.VERIFIED, Instance.Status.DISCARDED):
             instance_status.verdict_withdrawn(instance)
+
+    def settled_items(self):
+        """Items of a candidate that another item has already judged (its verdict stands), or of an
+        instance already verified (through any candidate): more judgments there would be paid for
+        nothing. A verdict withdrawn after a rejection makes them wanted again."""
+        decided = Verification.objects.filter(candidate=OuterRef("candidate"), is_aggregate=True)
+        return Q(candidate__instance__status=Instance.Status.VERIFIED) | Q(Exists(decided))
 
     def agreement_so_far(self, round):
         """How far the verifiers of each reference agree on its outcome: majority levels and agreement."""

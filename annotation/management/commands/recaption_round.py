@@ -35,10 +35,13 @@ class Command(BaseCommand):
             follow_up = CollectionRound.objects.filter(pk=follow_up_round, task_type="verification").first()
             if follow_up is None:
                 raise CommandError(f"--follow-up-round: no verification round with id {follow_up_round}")
-        report = recaption_discarded(
-            reasons=reasons, instance_ids=instances, name=name, workers_per_item=workers_per_item,
-            reward_per_task=amount, follow_up_round=follow_up, open=not draft,
-        )
+        try:
+            report = recaption_discarded(
+                reasons=reasons, instance_ids=instances, name=name, workers_per_item=workers_per_item,
+                reward_per_task=amount, follow_up_round=follow_up, open=not draft,
+            )
+        except ValueError as error:
+            raise CommandError(str(error)) from None
         if report.round is None:
             raise CommandError(f"no instances discarded for: {', '.join(reasons)}")
         self.stdout.write(self.style.SUCCESS(report.summary()))
