@@ -18,9 +18,11 @@ from django.utils import timezone
 
 from datasets_app import instance_status
 from datasets_app.models import Instance, ReferenceCandidate
+from crowdbench.errors import ServiceError
 from datasets_app.reference_generation import (
     ReferenceReport,
     generate_references,
+    instances_awaiting_reference,
 )
 from llm.client import LLMClient, LLMResult, configured_model
 from llm.models import LLMRun
@@ -130,6 +132,27 @@ def project_of(instance: Instance):
     return instance.family.project
 
 
+class RoundOfAnotherProject(ServiceError):
+    """The verification round belongs to another project than these instances."""
+
+    status_code = 409
+
+
+def instances_for_verification_round(round: CollectionRound, instances: Iterable[Instance] | None) -> list[Instance]:
+    """What a named verification round may receive: its own project's instances (all those awaiting a
+    reference when none are named); a round never takes another project's work."""
+    if instances is None:
+        return [instance for instance in instances_awaiting_reference()
+                if getattr(project_of(instance), "pk", None) == round.project_id]
+    instances = list(instances)
+    strays = [instance.pk for instance in instances if getattr(project_of(instance), "pk", None) != round.project_id]
+    if strays:
+        raise RoundOfAnotherProject(
+            f"Round {round.pk} takes only its own project's instances; instance(s) {', '.join(map(str, strays[:10]))} "
+            f"belong elsewhere.")
+    return instances
+
+
 @dataclass
 class RoutingReport:
     items: dict[int, list[int]] = field(default_factory=dict)  # round id -> new item ids
@@ -225,6 +248,8 @@ def generate_and_route_references(
     client: LLMClient | None = None,
 ) -> PipelineReport:
     """Generate reference candidates and open a verification item for each new one."""
+    if verification_round is not None:
+        instances = instances_for_verification_round(verification_round, instances)
     report = generate_references(
         instances=instances, model=model, budget_usd=budget_usd, run=run, progress=progress,
         on_requests=on_requests, client=client,
@@ -334,6 +359,8 @@ def regenerate_discarded(
     reasons = list(reasons)
     with transaction.atomic():
         instances = discarded_instances(reasons=reasons, instance_ids=instance_ids)
+        if verification_round is not None:
+            instances = instances_for_verification_round(verification_round, instances)
         for instance in instances:
             instance_status.regenerate(instance)
     report = generate_and_route_references(

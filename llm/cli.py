@@ -11,6 +11,8 @@ from typing import TypeVar
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from crowdbench.errors import ServiceError
+
 from .config import LLMNotConfigured
 from .steps import StepReport
 
@@ -74,6 +76,8 @@ def run_step(step: Callable[..., R], *, verbosity: int, **arguments) -> R:
             return step(on_requests=on_requests, progress=progress, **arguments)
     except LLMNotConfigured as error:
         raise not_configured(error) from None
+    except ServiceError as error:  # a refusal, which has changed nothing
+        raise CommandError(error.message) from None
 
 
 def write_step_report(

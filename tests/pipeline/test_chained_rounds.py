@@ -284,3 +284,23 @@ def test_a_recaption_over_discarded_instances_of_two_projects_is_refused_and_cha
 
     assert not CollectionRound.objects.exists()
     assert set(Instance.objects.values_list("status", flat=True)) == {"discarded"}
+
+
+def test_a_named_verification_round_takes_only_its_own_projects_instances(llm_settings, fake_server, owner, project):
+    other = create_project(name="Other", slug="other", owner=owner)
+    mine, theirs = (make_instance(family=make_family(project=p)) for p in (project, other))
+    Instance.objects.filter(pk__in=[mine.pk, theirs.pk]).update(status="awaiting_reference")
+    target = services.create_round(name="Checks", task_type="verification", project=project, workers_per_item=3)
+
+    # Named instances of another project: refused before any request, nothing changed.
+    with pytest.raises(CommandError, match=f"Round {target.pk} takes only its own project's instances"):
+        call_command("generate_references", "--verification-round", str(target.pk), "--instances", str(theirs.pk),
+                     str(mine.pk), stdout=StringIO(), verbosity=0)
+    assert not fake_server.completion_requests and not ReferenceCandidate.objects.exists()
+
+    # None named: only the round's project's instances are asked for and routed to it.
+    call_command("generate_references", "--verification-round", str(target.pk), stdout=StringIO(), verbosity=0)
+    assert list(ReferenceCandidate.objects.values_list("instance_id", flat=True)) == [mine.pk]
+    assert list(WorkItem.objects.values_list("round_id", flat=True)) == [target.pk]
+    theirs.refresh_from_db()
+    assert theirs.status == "awaiting_reference"
