@@ -10,7 +10,7 @@ import hashlib
 import hmac
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import BinaryIO, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -200,12 +200,24 @@ class TableWriter:
 # --- checksums ---------------------------------------------------------------------------------
 
 
-def sha256_of(path: Path) -> str:
+SUMS_FILE = "SHA256SUMS"
+
+
+def sha256_of_handle(handle: BinaryIO) -> str:
+    """SHA-256 of what is left to read in a binary file, read 1 MiB at a time."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    for block in iter(lambda: handle.read(1 << 20), b""):
+        digest.update(block)
     return digest.hexdigest()
+
+
+def sha256_of(path: Path) -> str:
+    with path.open("rb") as handle:
+        return sha256_of_handle(handle)
+
+
+def checksum_line(name: str, entry: dict) -> str:
+    return f"{entry['sha256']}  {name}\n"
 
 
 def write_checksums(directory: Path) -> dict[str, dict]:
@@ -214,9 +226,20 @@ def write_checksums(directory: Path) -> dict[str, dict]:
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
         relative = path.relative_to(directory).as_posix()
         files[relative] = {"sha256": sha256_of(path), "bytes": path.stat().st_size}
-    lines = "".join(f"{entry['sha256']}  {name}\n" for name, entry in files.items())
-    (directory / "SHA256SUMS").write_text(lines, encoding="utf-8")
+    lines = "".join(checksum_line(name, entry) for name, entry in files.items())
+    (directory / SUMS_FILE).write_text(lines, encoding="utf-8")
     return files
+
+
+def checksums_match(content: bytes, files: dict[str, dict]) -> bool:
+    """Whether ``content`` is a ``SHA256SUMS`` of exactly ``files`` (one line per file, any order:
+    the database may keep the record's keys in another order than the file)."""
+    try:
+        lines = content.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return False
+    expected = {checksum_line(name, entry) for name, entry in files.items()}
+    return len(lines) == len(expected) and set(lines) == expected
 
 
 # --- dataset card ------------------------------------------------------------------------------

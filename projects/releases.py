@@ -15,6 +15,7 @@ change once made. What goes in:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import stat
@@ -22,6 +23,7 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urljoin
 
 import pandas as pd
@@ -42,18 +44,22 @@ from evaluation.core import irr
 from evaluation.core.pairwise_agreement import majority_vote
 from evaluation.selectors import IRR_RANKING_COLUMNS
 
-from .errors import ReleaseError, ReleaseExists, ReleaseFileNotFound
+from .errors import ReleaseError, ReleaseExists, ReleaseFileChanged, ReleaseFileNotFound
 from .models import RELEASE_NAME_VALIDATOR, VERSION_VALIDATOR, Project, Release
 from .release_files import (
     DEFAULT_BATCH_ROWS,
+    SUMS_FILE,
     TableWriter,
+    checksums_match,
     dataset_card,
     left_out_label,
     left_out_summary,
     pseudonym,
-    sha256_of,
+    sha256_of_handle,
     write_checksums,
 )
+
+logger = logging.getLogger(__name__)
 
 # Rows fetched per query (prefetches use an IN list of this many ids; SQLite refuses very long ones).
 DB_CHUNK_ROWS = 500
@@ -130,13 +136,55 @@ def release_file(*, release: Release, relative: str) -> Path:
     """The file of a release named ``relative`` (a file the release recorded, or ``SHA256SUMS``);
     any other name, or a file gone from disk, is "not found". Only recorded names are looked up, so no
     path outside the release's folder can be reached."""
-    if relative != "SHA256SUMS" and relative not in release.files:
+    if relative != SUMS_FILE and relative not in release.files:
         raise ReleaseFileNotFound(f"Release {release.name} {release.version} has no file {relative[:200]!r}.")
     directory = Path(release.directory).resolve()
     path = (directory / relative).resolve()
     if not path.is_relative_to(directory) or not path.is_file():
         raise ReleaseFileNotFound(f"The file {relative[:200]!r} of release {release.name} {release.version} is missing.")
     return path
+
+
+def open_release_file(*, release: Release, relative: str) -> BinaryIO:
+    """The file of a release named ``relative`` (see ``release_file``), opened for reading, once its
+    bytes are checked against the release's record: size and SHA-256 of a data file, every line of
+    ``SHA256SUMS``. A file changed on disk since the release was made is refused
+    (``ReleaseFileChanged``, 409) and logged as a warning, so only the bytes the release recorded are
+    ever served. The check reads the same open file that is then served, so a file renamed over it
+    after the check is not served either (the release's files are read-only; a write into the open
+    file during the request is not caught)."""
+    path = release_file(release=release, relative=relative)
+    handle = path.open("rb")
+    try:
+        problem = _content_problem(release, relative, handle)
+        handle.seek(0)
+    except BaseException:
+        handle.close()
+        raise
+    if problem is not None:
+        handle.close()
+        logger.warning(
+            "Release %s %s of project %s (id %s): %s %s; the file was not served",
+            release.name, release.version, release.project.slug, release.pk, relative, problem)
+        raise ReleaseFileChanged(
+            f"The file {relative[:200]} of release {release.name} {release.version} does not match the checksum "
+            "recorded when the release was made, so it is not served: the release's folder was changed on disk. "
+            "Restore the file from a copy of the release, or make a new release.")
+    return handle
+
+
+def _content_problem(release: Release, relative: str, handle: BinaryIO) -> str | None:
+    """None when the open file holds what the release recorded, else what differs."""
+    if relative == SUMS_FILE:
+        return None if checksums_match(handle.read(), release.files) else "does not list the recorded checksums"
+    entry = release.files[relative]
+    size = os.fstat(handle.fileno()).st_size
+    if size != entry["bytes"]:
+        return f"has {size} bytes, not the recorded {entry['bytes']}"
+    digest = sha256_of_handle(handle)
+    if digest != entry["sha256"]:
+        return f"has SHA-256 {digest}, not the recorded {entry['sha256']}"
+    return None
 
 
 def _make_read_only(directory: Path) -> None:
@@ -146,15 +194,17 @@ def _make_read_only(directory: Path) -> None:
 
 
 def verify_release(release: Release) -> list[str]:
-    """Files of the release that are missing or whose checksum changed (empty when intact)."""
+    """Files of the release (``SHA256SUMS`` included) that are missing or changed (empty when intact)."""
     problems = []
     directory = Path(release.directory)
-    for relative, entry in release.files.items():
+    for relative in [*release.files, SUMS_FILE]:
         path = directory / relative
         if not path.is_file():
             problems.append(f"{relative}: missing")
-        elif sha256_of(path) != entry["sha256"]:
-            problems.append(f"{relative}: changed")
+            continue
+        with path.open("rb") as handle:
+            if _content_problem(release, relative, handle) is not None:
+                problems.append(f"{relative}: changed")
     return problems
 
 
