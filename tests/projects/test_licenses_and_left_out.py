@@ -93,9 +93,10 @@ def test_import_with_image_license_spelled_cc_by_4_0_is_normalised_and_released(
     assert "4 instances" in out.getvalue()
 
 
-def test_an_unknown_license_is_refused_naming_the_accepted_ids(tmp_path):
-    User.objects.create_user("alice")
-    project = create_project(name="Visit", slug="visit", owner=User.objects.get())
+def test_an_unknown_license_is_refused_naming_the_accepted_ids(tmp_path, researcher):  # noqa: F811
+    from tests.api.conftest import token_client
+
+    project = create_project(name="Visit", slug="visit", owner=researcher)
     path = single_image_csv(tmp_path / "single.csv")
 
     with pytest.raises(CommandError) as refused:
@@ -126,6 +127,12 @@ def test_an_unknown_license_is_refused_naming_the_accepted_ids(tmp_path):
     assert "families.jsonl, row 1, field 'license': unknown license 'All rights reserved'" in refused.value.message
     assert "PDM-1.0" in refused.value.message
     assert not InstructionFamily.objects.exists()
+
+    # The API's image filter takes the same vocabulary.
+    api = token_client(researcher)
+    refused = api.get("/api/images/", {"license": "Flickr license"})
+    assert refused.status_code == 400 and "CC-BY-4.0" in refused.json()["detail"]
+    assert api.get("/api/images/", {"license": "CC BY 4.0"}).status_code == 200
 
 
 def test_a_release_says_what_it_left_out_and_why(tmp_path, client, researcher, project):  # noqa: F811
