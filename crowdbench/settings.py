@@ -458,11 +458,6 @@ LOGGING["loggers"].setdefault("httpx", {"level": "WARNING"})
 ANNOTATION_WORKER_GROUP = os.environ.get("ANNOTATION_WORKER_GROUP", "workers")
 # Users in this group (and superusers) use the researcher cockpit; data stays scoped to projects.
 RESEARCHER_GROUP = os.environ.get("RESEARCHER_GROUP", "researchers")
-# Licenses a worker may choose for an image they supply (VisIT-Bench asks for permissive ones).
-ANNOTATION_PERMISSIVE_LICENSES = env_list(
-    "ANNOTATION_PERMISSIVE_LICENSES",
-    "CC0-1.0,PDM-1.0,CC-BY-4.0,CC-BY-SA-4.0,CC-BY-3.0,CC-BY-SA-3.0,CC-BY-2.0,CC-BY-SA-2.0",
-)
 # How the human-verified reference is named as a side of pairwise battles.
 ANNOTATION_REFERENCE_SIDE_NAME = os.environ.get("ANNOTATION_REFERENCE_SIDE_NAME", "human-verified reference")
 # The browser the Playwright tests drive (Debian's chromium; never a downloaded build).

@@ -21,6 +21,7 @@ from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_pro
 
 from .file_errors import InputFileError
 from .image_urls import ImageURLRefused, ImportURLChecker
+from .licenses import UnknownLicense, normalise_license
 
 REVIEW_LEVELS = 5
 LANGUAGES = ("en", "ja")
@@ -45,6 +46,13 @@ class ReviewSetRecord:
     license: str = ""
     creator: str = ""
     source_url: str = ""
+
+
+def _license(name: str, number: int, value: str) -> str:
+    try:
+        return normalise_license(value)
+    except UnknownLicense as exc:
+        raise ReviewSetFormatError(name, exc.message, row=number, column="license") from None
 
 
 def read_review_sets(path: str | Path, *, image_paths: bool = True) -> list[ReviewSetRecord]:
@@ -190,7 +198,7 @@ def _record(name: str, number: int, raw: dict, folder: Path, check_url: ImportUR
         image_url=image_url,
         image_path=resolved,
         reviews=_reviews(name, number, raw),
-        license=_text(name, number, raw, "license", required=False),
+        license=_license(name, number, _text(name, number, raw, "license", required=False)),
         creator=_text(name, number, raw, "creator", required=False),
         source_url=_text(name, number, raw, "source_url", required=False),
     )

@@ -11,6 +11,7 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 
 from . import instance_status
+from .licenses import normalise_license
 from .models import (
     AcceptedReference,
     Caption,
@@ -67,9 +68,12 @@ def import_visitbench_file(*, path: str | Path, project=None, image_license: str
     The whole file is parsed and validated before anything is written, and the writes run in one
     transaction: a bad file changes nothing. Rows whose instance already exists are skipped.
     New families belong to ``project``; a family of another project is refused. ``image_license``
-    is recorded for new images (the published sheets carry none per image; VisIT-Bench states
-    CC-BY-4.0 for its release), so releases can tell which images they may redistribute.
+    is recorded for new images under its identifier (``datasets_app.licenses``; the published sheets
+    carry none per image; VisIT-Bench states CC BY 4.0 for its release), so releases can tell which
+    images they may redistribute; an unknown license is refused (``UnknownLicense``) before the file
+    is read.
     """
+    image_license = normalise_license(image_license)
     path = str(path)
     schema, rows = read_visitbench_csv(path)
     with transaction.atomic():
@@ -469,7 +473,9 @@ def store_image(
     *, content: bytes, license: str, creator: str = "", source_url: str = "", category: str = ""
 ) -> Image:
     """Validate and store an image file without its metadata; the same stored bytes are kept once
-    (matched by the SHA-256 of the stored bytes, which is what the image records)."""
+    (matched by the SHA-256 of the stored bytes, which is what the image records). ``license`` is
+    stored under its identifier; an unknown one is refused (``UnknownLicense``)."""
+    license = normalise_license(license)
     clean = clean_image_bytes(content)
     digest = clean.sha256
     existing = Image.objects.filter(sha256=digest).exclude(file="").first()

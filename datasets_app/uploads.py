@@ -20,6 +20,7 @@ from crowdbench.errors import ServiceError
 
 from .file_errors import InputFileError
 from .image_urls import ImportURLChecker
+from .licenses import UnknownLicense, normalise_license
 from .model_outputs import PredictionRow, PredictionsImportReport, import_prediction_rows, read_predictions_csv
 from .models import FamilySeedImage, Image, Instance, InstructionFamily
 from .services import ReviewImportReport, import_review_sets_file
@@ -149,6 +150,13 @@ def _text(name: str, row: int, raw: dict, key: str, *, limit: int, required: boo
     return value
 
 
+def _license(name: str, row: int, raw: dict) -> str:
+    try:
+        return normalise_license(_text(name, row, raw, "license", limit=200, required=False))
+    except UnknownLicense as exc:
+        raise InputFileError(name, exc.message, row=row, column="license") from None
+
+
 def read_families(name: str, text: str) -> list[FamilyRecord]:
     """Families as JSON lines: name, description, multi_image (true/false), seed_instruction,
     seed_response, seed_image_urls (list of http(s) URLs), license (of the seed images)."""
@@ -194,7 +202,7 @@ def read_families(name: str, text: str) -> list[FamilyRecord]:
             multi_image=multi,
             seed_instruction=_text(name, number, raw, "seed_instruction", limit=5000, required=True),
             seed_response=_text(name, number, raw, "seed_response", limit=20000, required=True),
-            seed_image_urls=checked, license=_text(name, number, raw, "license", limit=200, required=False),
+            seed_image_urls=checked, license=_license(name, number, raw),
         )
         if record.name in names or InstructionFamily.objects.filter(name=record.name).exists():
             raise InputFileError(name, f"a family named {record.name!r} already exists", row=number, column="name")

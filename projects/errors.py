@@ -40,3 +40,9 @@ class ReleaseFileNotFound(ReleaseError):
     """No such file in this release."""
 
     status_code = 404
+
+
+class ReleaseFileChanged(ReleaseError):
+    """A release file no longer matches the checksum recorded when the release was made."""
+
+    status_code = 409

@@ -1,5 +1,5 @@
 """The files of a release, without Django: table schemas, streamed JSONL + Parquet writers,
-worker pseudonyms, image licenses, checksums and the dataset card.
+worker pseudonyms, what is left out and why, checksums and the dataset card.
 
 Rows are written in batches (one Parquet row group per batch), so memory stays flat however many
 rows a table has.
@@ -9,9 +9,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import re
 from pathlib import Path
-from typing import Iterable
+from typing import BinaryIO, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -87,6 +86,13 @@ TABLES: dict[str, pa.Schema] = {
         ("included", pa.bool_()),
         ("excluded_reason", pa.string()),
     ]),
+    # One row per instance, IRR item and image of the project that the release leaves out.
+    "left_out": pa.schema([
+        ("kind", pa.string()),  # instance, irr_item or image
+        ("id", pa.int64()),
+        ("reason", pa.string()),  # a key of LEFT_OUT_REASONS
+        ("detail", pa.string()),  # the license, the instance's status, the agreement threshold, or ""
+    ]),
 }
 
 TABLE_DESCRIPTIONS = {
@@ -97,7 +103,8 @@ TABLE_DESCRIPTIONS = {
     "verifications": "crowd verifications of LLM reference candidates",
     "rankings": "human rankings of IRR reviews, long format",
     "images": "every image the data refers to, with license, creator, source and checksum; "
-              "included = false marks images left out for want of a permissive license",
+              "included = false marks images left out because of their license",
+    "left_out": "every instance, IRR item and image of the project left out of this release, with the reason",
 }
 
 
@@ -111,18 +118,38 @@ def pseudonym(secret: str, provider: str, external_id: str) -> str:
     return "w_" + digest.hexdigest()[:24]
 
 
-# --- licenses ----------------------------------------------------------------------------------
+# --- what is left out ---------------------------------------------------------------------------
 
-# Licenses that allow redistribution with attribution at most: public domain, CC0, CC BY and
-# CC BY-SA (any version), and the common permissive software licenses some image hosts use.
-_PERMISSIVE = re.compile(
-    r"^(cc0(-1\.0)?|pdm|public[ -]domain|cc[- ]by(-sa)?(-\d\.\d)?( international)?|by(-sa)?|mit|apache-2\.0)$",
-    re.IGNORECASE,
-)
+LEFT_OUT_KINDS = {"instance": "instances", "irr_item": "IRR items", "image": "images"}
+# Reasons, in the order they are checked: an instance or item is counted under the first that applies.
+LEFT_OUT_REASONS = {
+    "not_verified": "not verified ({detail})",
+    "gold": "gold or attention-check item",
+    "no_license": "no license recorded",
+    "license_not_publishable": "license {detail} does not allow publishing",
+    "license_unknown": "license {detail!r} is not a known license",
+    "not_ranked": "not ranked by the crowd",
+    "no_annotator_pair": "ranked by fewer than two workers",
+    "low_agreement": "crowd agreement below the threshold (best-pair rho < {detail})",
+}
+IMAGE_REASONS = ("no_license", "license_not_publishable", "license_unknown")
 
 
-def is_permissive_license(license: str) -> bool:
-    return bool(_PERMISSIVE.match((license or "").strip()))
+def left_out_label(kind: str, reason: str, detail: str = "") -> str:
+    """Why something was left out, as the command, the cockpit and the card say it; an instance or
+    item left out because of one of its images says so ("image: license … does not allow publishing")."""
+    label = LEFT_OUT_REASONS[reason].format(detail=detail)
+    return f"image: {label}" if reason in IMAGE_REASONS and kind != "image" else label
+
+
+def left_out_summary(tally: dict[tuple[str, str, str], int]) -> list[dict]:
+    """Counts per (kind, reason, detail), in kind order, the largest first: what ``counts["left_out_reasons"]``
+    of a release holds."""
+    kinds = list(LEFT_OUT_KINDS)
+    rows = [{"kind": kind, "reason": reason, "detail": detail, "what": LEFT_OUT_KINDS[kind],
+             "why": left_out_label(kind, reason, detail), "count": count}
+            for (kind, reason, detail), count in tally.items()]
+    return sorted(rows, key=lambda row: (kinds.index(row["kind"]), -row["count"], row["why"]))
 
 
 # --- streamed tables ---------------------------------------------------------------------------
@@ -173,12 +200,24 @@ class TableWriter:
 # --- checksums ---------------------------------------------------------------------------------
 
 
-def sha256_of(path: Path) -> str:
+SUMS_FILE = "SHA256SUMS"
+
+
+def sha256_of_handle(handle: BinaryIO) -> str:
+    """SHA-256 of what is left to read in a binary file, read 1 MiB at a time."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    for block in iter(lambda: handle.read(1 << 20), b""):
+        digest.update(block)
     return digest.hexdigest()
+
+
+def sha256_of(path: Path) -> str:
+    with path.open("rb") as handle:
+        return sha256_of_handle(handle)
+
+
+def checksum_line(name: str, entry: dict) -> str:
+    return f"{entry['sha256']}  {name}\n"
 
 
 def write_checksums(directory: Path) -> dict[str, dict]:
@@ -187,9 +226,20 @@ def write_checksums(directory: Path) -> dict[str, dict]:
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
         relative = path.relative_to(directory).as_posix()
         files[relative] = {"sha256": sha256_of(path), "bytes": path.stat().st_size}
-    lines = "".join(f"{entry['sha256']}  {name}\n" for name, entry in files.items())
-    (directory / "SHA256SUMS").write_text(lines, encoding="utf-8")
+    lines = "".join(checksum_line(name, entry) for name, entry in files.items())
+    (directory / SUMS_FILE).write_text(lines, encoding="utf-8")
     return files
+
+
+def checksums_match(content: bytes, files: dict[str, dict]) -> bool:
+    """Whether ``content`` is a ``SHA256SUMS`` of exactly ``files`` (one line per file, any order:
+    the database may keep the record's keys in another order than the file)."""
+    try:
+        lines = content.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return False
+    expected = {checksum_line(name, entry) for name, entry in files.items()}
+    return len(lines) == len(expected) and set(lines) == expected
 
 
 # --- dataset card ------------------------------------------------------------------------------
@@ -268,12 +318,23 @@ def dataset_card(*, title: str, description: str, name: str, version: str, creat
         "",
         "## Images and licenses",
         "",
-        "`data/images.*` lists every image with its license, creator and source. Images without a "
-        "permissive license (public domain, CC0, CC BY, CC BY-SA) are left out: they are listed with "
-        "`included = false`, and the instances and items that show them are not in the release "
-        f"({counts.get('images_excluded', 0)} images, {counts.get('instances_left_out', 0)} instances, "
-        f"{counts.get('irr_items_left_out', 0)} IRR items). A `sha256` is given for every image stored "
-        "by the platform; images referenced only by URL have none.",
+        "`data/images.*` lists every image with its license (an SPDX identifier; `PDM-1.0` is the "
+        "Creative Commons Public Domain Mark), creator and source. Only images whose license allows "
+        "publishing are included (public domain, CC0, CC BY, CC BY-SA, MIT, Apache-2.0); the others are "
+        "listed with `included = false` and the reason, and the instances and items that show them are "
+        "not in the release. A `sha256` is given for every image stored by the platform; images "
+        "referenced only by URL have none.",
+        "",
+        "## What this release leaves out",
+        "",
+        f"{counts.get('instances_left_out', 0)} instances, {counts.get('irr_items_left_out', 0)} IRR items "
+        f"and {counts.get('images_excluded', 0)} images of the project are not in this release; "
+        "`data/left_out.*` lists each with its reason (an instance or item is counted under the first "
+        "reason that applies).",
         "",
     ]
+    left_out = counts.get("left_out_reasons") or []
+    body.append(_markdown_table(["what", "why", "count"], [[row["what"], row["why"], row["count"]] for row in left_out])
+                if left_out else "Nothing.")
+    body.append("")
     return "\n".join(yaml + body)

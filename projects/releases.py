@@ -8,17 +8,22 @@ change once made. What goes in:
 - verified VisIT-Bench instances (not gold), in the published CSV schemas and as tables;
 - IRR items kept by agreement filtering, with their reviews and human rankings;
 - the crowd's judgments (pairwise battles, verifications, rankings), worker ids as pseudonyms;
-- an image manifest; images without a permissive license are left out with what shows them.
+- an image manifest; images whose license does not allow publishing (``datasets_app.licenses``)
+  are left out with what shows them;
+- what is left out and why (``data/left_out.*``, the counts and the card).
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import stat
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urljoin
 
 import pandas as pd
@@ -30,6 +35,7 @@ from django.utils import timezone
 
 from annotation.models import Assignment, CollectionRound, Worker, WorkItem
 from annotation.selectors import pairwise_battles, ranking_judgments, round_progress
+from datasets_app.licenses import exclusion, is_publishable
 from datasets_app.models import Image, Instance, InstanceImage, ReviewSet, Source
 from datasets_app.selectors import yield_report
 from datasets_app.services import iter_exported_instances
@@ -38,17 +44,22 @@ from evaluation.core import irr
 from evaluation.core.pairwise_agreement import majority_vote
 from evaluation.selectors import IRR_RANKING_COLUMNS
 
-from .errors import ReleaseError, ReleaseExists, ReleaseFileNotFound
+from .errors import ReleaseError, ReleaseExists, ReleaseFileChanged, ReleaseFileNotFound
 from .models import RELEASE_NAME_VALIDATOR, VERSION_VALIDATOR, Project, Release
 from .release_files import (
     DEFAULT_BATCH_ROWS,
+    SUMS_FILE,
     TableWriter,
+    checksums_match,
     dataset_card,
-    is_permissive_license,
+    left_out_label,
+    left_out_summary,
     pseudonym,
-    sha256_of,
+    sha256_of_handle,
     write_checksums,
 )
+
+logger = logging.getLogger(__name__)
 
 # Rows fetched per query (prefetches use an IN list of this many ids; SQLite refuses very long ones).
 DB_CHUNK_ROWS = 500
@@ -125,13 +136,55 @@ def release_file(*, release: Release, relative: str) -> Path:
     """The file of a release named ``relative`` (a file the release recorded, or ``SHA256SUMS``);
     any other name, or a file gone from disk, is "not found". Only recorded names are looked up, so no
     path outside the release's folder can be reached."""
-    if relative != "SHA256SUMS" and relative not in release.files:
+    if relative != SUMS_FILE and relative not in release.files:
         raise ReleaseFileNotFound(f"Release {release.name} {release.version} has no file {relative[:200]!r}.")
     directory = Path(release.directory).resolve()
     path = (directory / relative).resolve()
     if not path.is_relative_to(directory) or not path.is_file():
         raise ReleaseFileNotFound(f"The file {relative[:200]!r} of release {release.name} {release.version} is missing.")
     return path
+
+
+def open_release_file(*, release: Release, relative: str) -> BinaryIO:
+    """The file of a release named ``relative`` (see ``release_file``), opened for reading, once its
+    bytes are checked against the release's record: size and SHA-256 of a data file, every line of
+    ``SHA256SUMS``. A file changed on disk since the release was made is refused
+    (``ReleaseFileChanged``, 409) and logged as a warning, so only the bytes the release recorded are
+    ever served. The check reads the same open file that is then served, so a file renamed over it
+    after the check is not served either (the release's files are read-only; a write into the open
+    file during the request is not caught)."""
+    path = release_file(release=release, relative=relative)
+    handle = path.open("rb")
+    try:
+        problem = _content_problem(release, relative, handle)
+        handle.seek(0)
+    except BaseException:
+        handle.close()
+        raise
+    if problem is not None:
+        handle.close()
+        logger.warning(
+            "Release %s %s of project %s (id %s): %s %s; the file was not served",
+            release.name, release.version, release.project.slug, release.pk, relative, problem)
+        raise ReleaseFileChanged(
+            f"The file {relative[:200]} of release {release.name} {release.version} does not match the checksum "
+            "recorded when the release was made, so it is not served: the release's folder was changed on disk. "
+            "Restore the file from a copy of the release, or make a new release.")
+    return handle
+
+
+def _content_problem(release: Release, relative: str, handle: BinaryIO) -> str | None:
+    """None when the open file holds what the release recorded, else what differs."""
+    if relative == SUMS_FILE:
+        return None if checksums_match(handle.read(), release.files) else "does not list the recorded checksums"
+    entry = release.files[relative]
+    size = os.fstat(handle.fileno()).st_size
+    if size != entry["bytes"]:
+        return f"has {size} bytes, not the recorded {entry['bytes']}"
+    digest = sha256_of_handle(handle)
+    if digest != entry["sha256"]:
+        return f"has SHA-256 {digest}, not the recorded {entry['sha256']}"
+    return None
 
 
 def _make_read_only(directory: Path) -> None:
@@ -141,15 +194,17 @@ def _make_read_only(directory: Path) -> None:
 
 
 def verify_release(release: Release) -> list[str]:
-    """Files of the release that are missing or whose checksum changed (empty when intact)."""
+    """Files of the release (``SHA256SUMS`` included) that are missing or changed (empty when intact)."""
     problems = []
     directory = Path(release.directory)
-    for relative, entry in release.files.items():
+    for relative in [*release.files, SUMS_FILE]:
         path = directory / relative
         if not path.is_file():
             problems.append(f"{relative}: missing")
-        elif sha256_of(path) != entry["sha256"]:
-            problems.append(f"{relative}: changed")
+            continue
+        with path.open("rb") as handle:
+            if _content_problem(release, relative, handle) is not None:
+                problems.append(f"{relative}: changed")
     return problems
 
 
@@ -162,7 +217,8 @@ def gold_items():
 
 
 def releasable_instances(project: Project):
-    """Verified, non-gold instances of the project whose every image has a permissive license."""
+    """(verified non-gold instances of the project, those of them whose every image has a license
+    that allows publishing)."""
     gold = gold_items()
     gold_instance = (
         Q(pk__in=gold.filter(instance__isnull=False).values("instance"))
@@ -188,11 +244,11 @@ def _distinct_licenses() -> list[str]:
 
 
 def _permissive_licenses() -> list[str]:
-    return [value for value in _distinct_licenses() if is_permissive_license(value)]
+    return [value for value in _distinct_licenses() if is_publishable(value)]
 
 
 def _non_permissive_licenses() -> list[str]:
-    return [value for value in _distinct_licenses() if not is_permissive_license(value)]
+    return [value for value in _distinct_licenses() if not is_publishable(value)]
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -240,13 +296,19 @@ class _ReleaseBuilder:
         counts: dict[str, int] = {}
         all_instances, self.instances = releasable_instances(self.project)
         all_sets, self.review_sets = releasable_review_sets(self.project)
-        counts["instances_left_out"] = all_instances.count() - self.instances.count()
-        counts["irr_items_left_out"] = all_sets.count() - self.review_sets.count()
+        self.left_out, self.left_out_tally = self._table("left_out"), Counter()
         counts["images"], counts["images_excluded"] = self._write_images(all_instances, all_sets)
         counts["instances"], counts["instances_by_split"] = self._write_instances()
         counts["irr_items"], counts["rankings"], self.irr_agreement = self._write_irr()
         counts["battles"] = self._write_battles()
         counts["verifications"] = self._write_verifications()
+        self._write_left_out_instances(all_instances)
+        self._write_left_out_items(all_sets)
+        tally = self.left_out_tally
+        counts["instances_left_out"] = sum(n for (kind, _r, _d), n in tally.items() if kind == "instance")
+        counts["irr_items_left_out"] = sum(n for (kind, _r, _d), n in tally.items() if kind == "irr_item")
+        counts["left_out"] = sum(tally.values())
+        counts["left_out_reasons"] = left_out_summary(tally)
         for writer in self.tables.values():
             writer.close()
         counts["workers"] = len(set(self._pseudonyms.values()))
@@ -265,9 +327,12 @@ class _ReleaseBuilder:
         ).order_by("pk")
         rows = excluded = 0
         for image in used.iterator(chunk_size=DB_CHUNK_ROWS):
-            included = is_permissive_license(image.license)
+            why = exclusion(image.license)
+            included = why is None
             rows += 1
             excluded += not included
+            if why is not None:
+                self._leave_out("image", image.pk, *why)
             table.add({
                 "image_id": image.pk,
                 # A left-out stored file is not served to the release's readers; a URL is public anyway.
@@ -275,10 +340,48 @@ class _ReleaseBuilder:
                 "license": image.license, "creator": image.creator, "source_url": image.source_url,
                 "sha256": image.sha256 or None, "width": image.width, "height": image.height,
                 "included": included,
-                "excluded_reason": None if included else
-                ("no license recorded" if not image.license.strip() else f"license {image.license} is not permissive"),
+                "excluded_reason": None if included else left_out_label("image", *why),
             })
         return rows, excluded
+
+    # what is left out
+
+    def _leave_out(self, kind: str, pk: int, reason: str, detail: str = "") -> None:
+        self.left_out.add({"kind": kind, "id": pk, "reason": reason, "detail": detail})
+        self.left_out_tally[(kind, reason, detail)] += 1
+
+    def _write_left_out_instances(self, candidates) -> None:
+        """Every instance of the project not released, under the first reason that applies: not
+        verified, gold, then the license of its first image (by position) that keeps it out."""
+        project_instances = Instance.objects.filter(family__project=self.project).order_by("pk")
+        for pk, status, discard_reason in project_instances.exclude(status=Instance.Status.VERIFIED).values_list(
+                "pk", "status", "discard_reason").iterator(chunk_size=DB_CHUNK_ROWS):
+            self._leave_out("instance", pk, "not_verified", f"{status}: {discard_reason}" if discard_reason else status)
+        gold = project_instances.filter(status=Instance.Status.VERIFIED).exclude(pk__in=candidates.values("pk"))
+        for pk in gold.values_list("pk", flat=True).iterator(chunk_size=DB_CHUNK_ROWS):
+            self._leave_out("instance", pk, "gold")
+        blocking = (InstanceImage.objects.filter(instance__in=candidates.exclude(pk__in=self.instances.values("pk")))
+                    .order_by("instance_id", "position").values_list("instance_id", "image__license"))
+        previous = None
+        for instance_id, license in blocking.iterator(chunk_size=DB_CHUNK_ROWS):
+            why = exclusion(license)
+            if why is not None and instance_id != previous:
+                previous = instance_id
+                self._leave_out("instance", instance_id, *why)
+
+    def _write_left_out_items(self, candidates) -> None:
+        """Every review set of the project not released as an IRR item: gold, the license of its
+        image, not ranked, ranked by fewer than two workers, or agreement below the threshold."""
+        project_sets = ReviewSet.objects.filter(project=self.project).order_by("pk")
+        for pk in project_sets.exclude(pk__in=candidates.values("pk")).values_list("pk", flat=True):
+            self._leave_out("irr_item", pk, "gold")
+        for pk, license in candidates.exclude(pk__in=self.review_sets.values("pk")).order_by("pk").values_list(
+                "pk", "image__license"):
+            self._leave_out("irr_item", pk, *exclusion(license))
+        for pk in self.review_sets.order_by("pk").values_list("pk", flat=True):
+            outcome = self.irr_outcomes.get(pk, ("not_ranked", ""))
+            if outcome is not None:
+                self._leave_out("irr_item", pk, *outcome)
 
     # instances
 
@@ -342,6 +445,7 @@ class _ReleaseBuilder:
 
     def _write_irr(self):
         items_table, rankings_table = self._table("irr_items"), self._table("rankings")
+        self.irr_outcomes: dict[int, tuple[str, str] | None] = {}  # ranked items: None when kept, else why not
         frames = [ranking_judgments(round_) for round_ in self._rounds("ranking")]
         frames = [frame for frame in frames if not frame.empty]
         if not frames:
@@ -354,6 +458,9 @@ class _ReleaseBuilder:
             return 0, 0, None
         result = irr.agreement(rankings[IRR_RANKING_COLUMNS].reset_index(drop=True), threshold=self.threshold)
         items = result.items_frame()
+        for item_id, evaluable, item_kept in zip(items[irr.ITEM], items["evaluable"], items["kept"]):
+            self.irr_outcomes[int(item_id)] = (None if item_kept else ("low_agreement", f"{self.threshold:g}")
+                                               if evaluable else ("no_annotator_pair", ""))
         kept = items[items["kept"]]
         names = self._worker_pseudonyms(rankings["annotator_id"].unique())
         sets = {review_set.pk: review_set for review_set in ReviewSet.objects.filter(

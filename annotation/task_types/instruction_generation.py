@@ -19,6 +19,8 @@ from PIL import ImageDraw
 from datasets_app import instance_status
 from datasets_app.models import Image, Instance, InstanceImage, InstructionFamily, Source
 from datasets_app.image_urls import validate_submitted_image_url
+from datasets_app.licenses import lookup as lookup_license
+from datasets_app.licenses import publishable_ids
 from datasets_app.services import ImageValidationError, clean_image_bytes, inspect_image_bytes, store_image
 
 from .base import TaskType, TextField, clean_text, image_view
@@ -35,7 +37,9 @@ _INDEXED_FIELD = re.compile(r"^images-(\d{1,4})-(url|file|license|creator|source
 
 
 def permissive_licenses() -> list[str]:
-    return list(settings.ANNOTATION_PERMISSIVE_LICENSES)
+    """The licenses a worker may choose for an image they supply: those a release may publish
+    (VisIT-Bench asks for permissively licensed images)."""
+    return publishable_ids()
 
 
 def _clean_url(value: str, *, label: str) -> str:
@@ -315,11 +319,12 @@ def _image_rows(data, files) -> tuple[list[dict], bool]:
 
 def _validate_image(row: dict) -> tuple[dict, bytes | None]:
     """One image's stored entry (license, creator, source URL, and URL or file facts) and its bytes."""
-    license_name = clean_text(row, "license", label=_("The license"), max_length=200)
+    given = clean_text(row, "license", label=_("The license"), max_length=200)
+    license_name = lookup_license(given)  # the identifier, whichever usual spelling was sent
     if license_name not in permissive_licenses():
         raise ValidationError(
             _("The license %(license)s is not accepted; choose one of: %(known)s")
-            % {"license": license_name, "known": ", ".join(permissive_licenses())}
+            % {"license": given, "known": ", ".join(permissive_licenses())}
         )
     creator = clean_text(row, "creator", label=_("The creator"), max_length=300)
     source_url = _clean_url(

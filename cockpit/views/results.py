@@ -15,7 +15,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
 from evaluation.results import METHODS, SOURCES, category_table, irr_results, leaderboard
-from projects.releases import make_release, release_file, release_folder
+from projects.releases import make_release, open_release_file, release_folder
 from quality.selectors import worker_labels
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
@@ -124,8 +124,9 @@ def release_download(request, slug: str, release_id: int, relative: str):
     release = project.releases.filter(pk=release_id).first()
     if release is None:
         raise Http404("No such release in this project.")
-    file = release_file(release=release, relative=relative)
-    return FileResponse(file.open("rb"), as_attachment=True, filename=f"{release.name}-{release.version}-{file.name}")
+    handle = open_release_file(release=release, relative=relative)
+    return FileResponse(handle, as_attachment=True,
+                        filename=f"{release.name}-{release.version}-{relative.rsplit('/', 1)[-1]}")
 
 
 urlpatterns = [

@@ -9,6 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
+from datasets_app.licenses import normalise_license
 from datasets_app.uploads import import_predictions_upload
 from datasets_app.models import Image, Instance, InstructionFamily, Language, ModelOutput, Review, ReviewSet
 from projects.models import Project
@@ -104,6 +105,9 @@ class ImageSerializer(serializers.ModelSerializer):
 
 class ImageFilter(django_filters.FilterSet):
     project = django_filters.CharFilter(method="in_project", help_text="Project slug.")
+    license = django_filters.CharFilter(
+        method="with_license", help_text="License identifier (usual spellings such as 'CC BY 4.0' accepted; "
+                                         "an unknown license is a 400 naming the accepted ones).")
 
     class Meta:
         model = Image
@@ -111,6 +115,9 @@ class ImageFilter(django_filters.FilterSet):
 
     def in_project(self, queryset, name, value):
         return queryset.filter(pk__in=images_of_projects(Project.objects.filter(slug=value)).values("pk"))
+
+    def with_license(self, queryset, name, value):
+        return queryset.filter(license=normalise_license(value))
 
 
 class ImageViewSet(ResearcherAPIMixin, viewsets.ReadOnlyModelViewSet):

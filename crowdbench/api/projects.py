@@ -11,12 +11,11 @@ from rest_framework.reverse import reverse
 
 from evaluation.core import irr
 from projects.models import Project, Release
-from projects.releases import make_release, release_file, release_folder
+from projects.release_files import SUMS_FILE
+from projects.releases import make_release, open_release_file, release_folder
 from projects.selectors import projects_for_user, releases_for_user, role_of
 
 from .access import ProjectSlugField, ResearcherAPIMixin, owned_project
-
-SUMS_FILE = "SHA256SUMS"
 
 
 class ProjectSerializer(serializers.ModelSerializer):
@@ -106,9 +105,14 @@ class ReleaseViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadO
                                created_by=request.user, threshold=data["threshold"])
         return Response(self.get_serializer(release).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY)})
+    @extend_schema(responses={
+        (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY),
+        409: OpenApiResponse(description="The file on disk no longer matches the checksum recorded when the "
+                                         "release was made; it is not served."),
+    })
     def download(self, request, pk=None, path=""):
-        """One file of the release, or its SHA256SUMS; only files the release lists are served."""
+        """One file of the release, or its SHA256SUMS; only files the release lists are served, and
+        only while they match the checksums recorded when the release was made (409 otherwise)."""
         release = self.get_object()
-        target = release_file(release=release, relative=path)
-        return FileResponse(target.open("rb"), as_attachment=True, filename=target.name)
+        handle = open_release_file(release=release, relative=path)
+        return FileResponse(handle, as_attachment=True, filename=path.rsplit("/", 1)[-1])

@@ -117,3 +117,40 @@ def test_releases_are_for_members_only(client, researcher, make_researcher, data
     create_project(name="Other", slug="other", owner=researcher)
     client.force_login(researcher)
     assert client.get(f"/projects/other/releases/{release.pk}/files/SHA256SUMS").status_code == 404
+
+
+def test_a_release_file_edited_on_disk_is_refused_and_logged(client, researcher, data, releases_root, caplog):
+    from tests.api.conftest import token_client
+
+    client.force_login(researcher)
+    make(client)
+    release = Release.objects.get()
+    folder = Path(release.directory)
+    # One byte changed, the size kept: only the checksum tells.
+    edited = folder / "release.json"
+    edited.chmod(0o644)
+    content = bytearray(edited.read_bytes())
+    content[-2] = ord(" ") if content[-2] != ord(" ") else ord("\t")
+    edited.write_bytes(bytes(content))
+    # SHA256SUMS itself is checked against the release's record too.
+    sums = folder / "SHA256SUMS"
+    sums.chmod(0o644)
+    sums.write_text(sums.read_text().replace(release.files["release.json"]["sha256"], "0" * 64))
+
+    api = token_client(researcher)
+    for name in ("release.json", "SHA256SUMS"):
+        caplog.clear()
+        page = client.get(reverse("cockpit:release-file", args=["study-a", release.pk, name]))
+        assert page.status_code == 409 and not page.streaming
+        assert f"{name}" in page.content.decode() and "does not match" in page.content.decode()
+        answer = api.get(f"/api/releases/{release.pk}/files/{name}")
+        assert answer.status_code == 409 and not answer.streaming
+        assert name in answer.json()["detail"] and "does not match" in answer.json()["detail"]
+        warnings = [record for record in caplog.records if record.levelname == "WARNING"
+                    and name in record.getMessage() and "study 1.0.0" in record.getMessage()]
+        assert len(warnings) == 2, [record.getMessage() for record in caplog.records]
+
+    # The files left as they were are still served.
+    intact = client.get(reverse("cockpit:release-file", args=["study-a", release.pk, "README.md"]))
+    assert hashlib.sha256(downloaded(intact)).hexdigest() == release.files["README.md"]["sha256"]
+    assert api.get(f"/api/releases/{release.pk}/files/README.md").status_code == 200

@@ -7,11 +7,11 @@ import json
 import re
 
 import pytest
-from django.conf import settings as django_settings
 from django.core.management import call_command
 
 from annotation.models import Assignment, WorkItem
 from annotation.task_types import REGISTRY
+from datasets_app.licenses import publishable_ids
 from datasets_app.models import Caption, Image, Instance, Verification
 
 from ..annotation.factories import (
@@ -71,7 +71,7 @@ def test_a_simulated_instruction_generation_answer_is_a_valid_upload():
     images = instance.ordered_images()
     assert len(images) == 2 and all(image.file and (image.width, image.height) == (64, 48) for image in images)
     assert images[0].sha256 != images[1].sha256
-    assert {image.license for image in images} <= set(django_settings.ANNOTATION_PERMISSIVE_LICENSES)
+    assert {image.license for image in images} <= set(publishable_ids())
     assert all(image.creator and image.source_url for image in images)
 
 

@@ -108,7 +108,11 @@ def test_crowd_release_pseudonymises_workers_and_leaves_out_gold_and_unlicensed(
 
     excluded = [image for image in loaded["images"] if not image["included"]]
     assert [image["license"] for image in excluded] == ["CC-BY-NC-4.0"] and excluded[0]["url"] is None
-    assert release.counts["instances_left_out"] == 1
+    # Left out: the gold pair's target and the instance with the non-commercial image.
+    assert release.counts["instances_left_out"] == 2
+    assert {(row["what"], row["why"], row["count"]) for row in release.counts["left_out_reasons"]} >= {
+        ("instances", "gold or attention-check item", 1),
+        ("instances", "image: license CC-BY-NC-4.0 does not allow publishing", 1)}
 
     assert len(loaded["irr_items"]) == 2
     item = loaded["irr_items"][0]

@@ -43,5 +43,12 @@ class Command(BaseCommand):
             f"{counts['instances']} instances, {counts['irr_items']} IRR items, {counts['battles']} battles, "
             f"{counts['verifications']} verifications, {counts['rankings']} ranking rows, "
             f"{counts['workers']} workers, {counts['images']} images ({counts['images_excluded']} left out "
-            f"for want of a permissive license)."
+            f"because of their license)."
         ))
+        reasons = counts.get("left_out_reasons") or []
+        if not reasons:
+            self.stdout.write("Nothing of the project was left out.")
+            return
+        self.stdout.write(f"Left out ({counts['left_out']}; each listed in data/left_out.jsonl):")
+        for row in reasons:
+            self.stdout.write(f"  {row['what']}: {row['count']} {row['why']}")
