@@ -308,6 +308,14 @@ class MTurkProvider(CrowdProvider):
     def reward_fee(self, *, reward: Decimal, rate: Decimal) -> Decimal:
         return max(MIN_FEE, money(reward * rate)) if reward > 0 else Decimal("0.00")
 
+    def check_publish(self, *, round, options: dict) -> None:
+        if round.currency != "USD":
+            raise ProviderRefused(f"MTurk pays in USD, the round is in {round.currency}")
+
+    def holds_tasks(self, *, publication) -> bool:
+        # A HIT type alone is no task (MTurk answers the same type again for the same fields).
+        return publication.hits.exists()
+
     def publish(self, *, round, publication) -> PublishResult:
         from .models import HIT
 

@@ -226,12 +226,14 @@ class ProlificProvider(CrowdProvider):
             return max(1, math.floor(round.reward_per_task / round.target_hourly_wage * 60))
         return max(1, round.time_limit_seconds // 120)
 
-    def publish(self, *, round, publication) -> PublishResult:
-        options = publication.details.get("options", {})
+    def check_publish(self, *, round, options: dict) -> None:
         # Amounts go over the wire as numbers in the workspace's currency: it must be the round's.
         currency = self._workspace_balance().get("currency_code")
         if currency and currency != round.currency:
             raise ProviderRefused(f"the Prolific workspace pays in {currency}, the round is in {round.currency}")
+
+    def publish(self, *, round, publication) -> PublishResult:
+        options = publication.details.get("options", {})
         internal_name = f"crowdbench-{deterministic_token(round=round, purpose='prolific:study')[:24]}"
         code = completion_code(round)
         result = PublishResult(publication=publication)

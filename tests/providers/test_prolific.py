@@ -288,3 +288,16 @@ def test_a_pay_call_whose_connection_closes_is_not_sent_again(prolific_fake, rou
     payment = services.send_bonus(payment=payment, providers={"prolific": provider()})
     assert len(prolific_fake.calls(PAY)) == 1
     assert payment.status == BonusPayment.Status.SENDING
+
+
+def test_a_refused_prolific_publish_leaves_the_round_as_it_was(prolific_fake, round_factory):
+    from annotation.models import CollectionRound
+
+    round = round_factory(items=2, workers_per_item=1, reward="1.50", open=False)  # a USD draft
+    prolific_fake.currency_code = "GBP"
+    with pytest.raises(ProviderRefused, match="GBP"):
+        publish(round)
+    round.refresh_from_db()
+    assert round.status == CollectionRound.Status.DRAFT and round.opened_at is None
+    assert not Publication.objects.exists()
+    assert not prolific_fake.calls("POST /api/v1/studies/")
