@@ -11,6 +11,7 @@ import hashlib
 import json
 from decimal import Decimal
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.apps import apps
@@ -50,8 +51,6 @@ def snapshot() -> dict:
             digest = hashlib.sha256(json.dumps(rows).encode()).hexdigest()
             state[model._meta.label] = (len(rows), digest)
     for name in ("MEDIA_ROOT", "RELEASES_ROOT"):
-        from pathlib import Path
-
         root = getattr(settings, name, None)
         state[name] = _files(Path(root) if root else None)
     return state
@@ -86,13 +85,11 @@ def api_publish_prolific_currency_mismatch(ctx):
 
 
 def api_publish_mturk_bad_reward(ctx):
-    ctx["mturk_fake"]  # started, settings point at it
     round = draft_round(ctx["world"], reward_per_task=Decimal("0.00"))
     return lambda: ctx["api"].post(f"/api/rounds/{round.pk}/publish/", {"provider": "mturk"}, format="json")
 
 
 def api_publish_mturk_in_a_currency_it_does_not_pay(ctx):
-    ctx["mturk_fake"]
     round = draft_round(ctx["world"], currency="EUR")
     return lambda: ctx["api"].post(f"/api/rounds/{round.pk}/publish/", {"provider": "mturk"}, format="json")
 
