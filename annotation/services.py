@@ -253,15 +253,22 @@ def allowed_actions(round: CollectionRound) -> list[str]:
     return [action for action, (allowed_from, _target) in _TRANSITIONS.items() if round.status in allowed_from]
 
 
+def check_transition(*, round: CollectionRound, action: str) -> None:
+    """Refuse (``InvalidTransition``) a transition the round cannot make now; reads only, so a caller
+    can check before its own writes and outside calls."""
+    allowed_from, _target = _TRANSITIONS[action]
+    if round.status not in allowed_from:
+        raise InvalidTransition(f"cannot {action} a round that is {round.status}")
+    if action == "open" and not round.items.exists():
+        raise InvalidTransition("a round needs at least one item before it opens")
+
+
 def _transition(*, round: CollectionRound, action: str, change: Callable[[CollectionRound], None] | None = None
                 ) -> CollectionRound:
-    allowed_from, target = _TRANSITIONS[action]
+    _allowed_from, target = _TRANSITIONS[action]
     with transaction.atomic():
         locked = CollectionRound.objects.select_for_update().get(pk=round.pk)
-        if locked.status not in allowed_from:
-            raise InvalidTransition(f"cannot {action} a round that is {locked.status}")
-        if action == "open" and not locked.items.exists():
-            raise InvalidTransition("a round needs at least one item before it opens")
+        check_transition(round=locked, action=action)
         if target is not None:
             locked.status = target
         if action == "open":

@@ -9,6 +9,13 @@ alone.
 
     policy = RetryPolicy(attempts=4, base=1.0)
     result = policy.call(lambda: send(), describe="Prolific GET /studies/")
+
+A connection failure is transient in two cases only (``connection_failure`` tells them apart):
+the request was never sent (no connection could be made: nothing happened, so any call may be sent
+again), or its answer was lost (the connection closed or timed out after the request went out:
+the call may have taken effect) and the call is idempotent. Each client declares at the call site
+which of its calls are idempotent: reads, calls carrying an idempotency token, and writes that set
+a state; a call that is not (a payment without a token) is never repeated after a lost answer.
 """
 from __future__ import annotations
 
@@ -134,6 +141,44 @@ def rate_limit_headers(headers) -> RateLimitHeaders:
         remaining_tokens=_number(headers, "x-ratelimit-remaining-tokens"),
         reset_tokens=parse_duration(headers.get("x-ratelimit-reset-tokens")),
     )
+
+
+NOT_SENT = "not sent"
+ANSWER_LOST = "answer lost"
+
+
+def connection_failure(error: BaseException) -> str | None:
+    """How a client library's connection error left the request: ``NOT_SENT`` (no connection was
+    made), ``ANSWER_LOST`` (sent, then the connection closed, reset or timed out before a complete
+    answer), or None when ``error`` is no connection error (botocore's and httpx's)."""
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - httpx is a requirement
+        httpx = None
+    try:
+        from botocore import exceptions as botocore
+    except ImportError:  # pragma: no cover - boto3 is a requirement
+        botocore = None
+    if httpx is not None:
+        if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
+            return NOT_SENT
+        if isinstance(error, httpx.TransportError) and not isinstance(error, (httpx.UnsupportedProtocol,
+                                                                               httpx.LocalProtocolError,
+                                                                               httpx.ProxyError)):
+            return ANSWER_LOST
+    if botocore is not None:
+        if isinstance(error, botocore.ConnectionError):  # EndpointConnectionError, ConnectTimeoutError, ...
+            return NOT_SENT
+        if isinstance(error, botocore.HTTPClientError):  # ConnectionClosedError, ReadTimeoutError, ...
+            return ANSWER_LOST
+    return None
+
+
+def transient_connection_failure(error: BaseException, *, idempotent: bool) -> bool:
+    """Whether another attempt may be made after this connection error: when the request was
+    never sent, or its answer was lost and the call is idempotent."""
+    kind = connection_failure(error)
+    return kind == NOT_SENT or (kind == ANSWER_LOST and idempotent)
 
 
 @dataclass(frozen=True)

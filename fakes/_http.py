@@ -48,6 +48,12 @@ class HTTPResponse:
     status: int
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
+    # Close the connection instead of answering (the client sees it closed before any answer).
+    dropped: bool = False
+
+    @classmethod
+    def drop(cls) -> HTTPResponse:
+        return cls(0, dropped=True)
 
     @classmethod
     def json(cls, status: int, payload: Any, content_type: str = "application/json",
@@ -98,7 +104,7 @@ class FakeService:
     """Base class of the fakes: server life cycle, call log, scripted faults, controls."""
 
     #: rehearsal methods exposed as ``POST /_fake/<name>``
-    CONTROL_METHODS: frozenset[str] = frozenset({"calls", "advance_time", "reset_calls"})
+    CONTROL_METHODS: frozenset[str] = frozenset({"calls", "advance_time", "reset_calls", "drop_next"})
     DEFAULT_PORT = 0
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -177,6 +183,13 @@ class FakeService:
         with self._lock:
             self._faults.append(_Fault(count, operation, respond, after_processing))
 
+    def drop_next(self, count: int = 1, operation: str | None = None, after_processing: bool = True) -> None:
+        """Close the connection of the next ``count`` calls (of ``operation``, or any) without an
+        answer. By default the call takes effect first, as when the network fails after the server
+        did the work: a retry then meets what the first attempt made (an idempotency token, a state
+        already set). With ``after_processing=False`` nothing happens before the connection closes."""
+        self._add_fault(count, operation, HTTPResponse.drop, after_processing)
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
@@ -201,6 +214,9 @@ class FakeService:
         """The error code a response carries, for the call log; None on success."""
         return None if response.status < 400 else str(response.status)
 
+    def _logged_error_of(self, response: HTTPResponse) -> str | None:
+        return "connection closed" if response.dropped else self._error_code_of(response)
+
     def dispatch(self, request: HTTPRequest) -> HTTPResponse:
         if request.path.startswith(CONTROL_PREFIX):
             return self._control(request)
@@ -215,7 +231,7 @@ class FakeService:
                     # The work is done but the answer is lost, as after a network timeout.
                     response = fault.respond()
             self._calls.append(RecordedCall(operation, params, response.status,
-                                            self._error_code_of(response), self.clock.now()))
+                                            self._logged_error_of(response), self.clock.now()))
         return response
 
     def _control(self, request: HTTPRequest) -> HTTPResponse:
@@ -325,6 +341,14 @@ def _handler_for(service: FakeService) -> type[BaseHTTPRequestHandler]:
             except Exception as exc:  # a bug in the fake must surface as a 500, not a hang
                 traceback.print_exc(file=sys.stderr)
                 response = HTTPResponse.json(500, {"error": f"{type(exc).__name__}: {exc}"})
+            if response.dropped:
+                # No status line, no headers: the client reads an end of stream.
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                return
             self.send_response(response.status)
             for name, value in response.headers.items():
                 self.send_header(name, value)

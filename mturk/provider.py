@@ -1,8 +1,10 @@
 """Amazon Mechanical Turk through boto3's ``mturk`` client.
 
-Every write is safe to repeat: HITs carry a deterministic UniqueRequestToken (a repeat answers
-HitAlreadyExists, which means "already done"), bonuses carry the ledger row's token, and approving
-or rejecting an assignment that already has that state is treated as done after checking it.
+Every write made in publishing, review and pay is safe to repeat: HITs carry a deterministic
+UniqueRequestToken (a repeat answers HitAlreadyExists, which means "already done"), bonuses carry
+the ledger row's token, and approving or rejecting an assignment that already has that state is
+treated as done after checking it. ``_call`` sends such calls again after a lost answer; a call
+that is not idempotent (CreateQualificationType) is sent once.
 """
 from __future__ import annotations
 
@@ -15,16 +17,24 @@ from xml.sax.saxutils import escape
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from django.conf import settings
 from django.core.files import File
 from django.db import transaction
 
-from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
+from crowdbench.retry import (
+    ANSWER_LOST,
+    RetryPolicy,
+    TransientError,
+    connection_failure,
+    retry_after_seconds,
+    transient_connection_failure,
+)
 
 from providers.base import (
     CrowdProvider,
     ProviderError,
+    ProviderNotConfigured,
     ProviderRefused,
     PublishResult,
     RemoteSubmission,
@@ -59,8 +69,22 @@ LARGE_HIT_ASSIGNMENTS = 10
 MIN_FEE = Decimal("0.01")
 HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
 ASSIGNMENT_DOES_NOT_EXIST = "AWS.MechanicalTurk.AssignmentDoesNotExist"
-# Errors worth another try.
-TRANSIENT_CODES = {"ThrottlingException", "ServiceFault", "ServiceUnavailable", "InternalFailure"}
+# Errors worth another try: throttling on any call (MTurk did nothing), a service fault on an
+# idempotent one (it may have done the work before failing).
+THROTTLING_CODES = {"ThrottlingException"}
+TRANSIENT_CODES = {"ServiceFault", "ServiceUnavailable", "InternalFailure"}
+# Operations that may be sent again after a lost answer: reads, and writes that set a state (a
+# repeat finds it set; approve/reject check it). CreateHITType answers the same HIT type for the
+# same fields.
+IDEMPOTENT = {
+    "get_account_balance", "get_assignment", "get_hit", "list_hits", "list_assignments_for_hit",
+    "list_bonus_payments", "list_qualification_types", "create_hit_type", "update_expiration_for_hit",
+    "create_worker_block", "associate_qualification_with_worker", "approve_assignment", "reject_assignment",
+    "delete_hit",
+}
+# Idempotent when they carry a UniqueRequestToken (a repeat within 24 h is answered HitAlreadyExists,
+# or "already processed" for a bonus, and nothing is done twice).
+TOKEN_IDEMPOTENT = {"create_hit_with_hit_type", "send_bonus"}
 NOT_IN_STATE = "This operation can be called with a status of"
 
 
@@ -212,27 +236,43 @@ class MTurkProvider(CrowdProvider):
             )
         return self._client
 
-    def _call(self, operation: str, **params):
-        """One API call, retried by ``crowdbench.retry`` alone (botocore's retries are off):
-        throttling, 5xx and connection errors get more attempts with backoff.
+    def _call(self, operation: str, *, idempotent: bool | None = None, **params):
+        """One API call, retried by ``crowdbench.retry`` alone (botocore's retries are off).
 
-        Repeating is safe for every call made here (tokens, or state checked before acting).
+        Throttling and a connection never made get more attempts with backoff on every call: MTurk
+        did nothing. A 5xx or an answer lost on the way back (ConnectionClosedError, a read
+        timeout) may follow a call that took effect, so only an idempotent call is sent again:
+        ``idempotent`` says so at the call site, by default the operations of ``IDEMPOTENT`` and
+        those carrying a UniqueRequestToken. Anything else is final.
         """
+        if idempotent is None:
+            idempotent = operation in IDEMPOTENT or (operation in TOKEN_IDEMPOTENT and "UniqueRequestToken" in params)
+
         def attempt():
             try:
                 return getattr(self.client, operation)(**params)
             except ClientError as error:
                 code = error.response.get("Error", {}).get("Code", "")
                 status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-                if code in TRANSIENT_CODES or status >= 500:
+                if code in THROTTLING_CODES or (idempotent and (code in TRANSIENT_CODES or status >= 500)):
                     headers = error.response.get("ResponseMetadata", {}).get("HTTPHeaders")
                     raise TransientError(code or f"HTTP {status}", status=status,
                                          retry_after=retry_after_seconds(headers)) from None
+                if code in TRANSIENT_CODES or status >= 500:
+                    raise ProviderError(f"MTurk {operation}: {code or f'HTTP {status}'}; it may have taken "
+                                        "effect, so it is not sent again") from None
                 # Any other refusal is the provider's "no" (e.g. a reward below MTurk's minimum):
                 # a ProviderRefused with MTurk's message, never a raw botocore error.
                 raise MTurkRefused(operation, error) from None
+            except NoCredentialsError:
+                raise ProviderNotConfigured("MTurk is not set up on this server: no AWS credentials") from None
             except BotoCoreError as error:
-                raise TransientError(f"{type(error).__name__}: {error}") from None
+                if transient_connection_failure(error, idempotent=idempotent):
+                    raise TransientError(f"{type(error).__name__}: {error}") from None
+                if connection_failure(error) == ANSWER_LOST:
+                    raise ProviderError(f"MTurk {operation}: the answer was lost ({type(error).__name__}); "
+                                        "it may have taken effect, so it is not sent again") from None
+                raise ProviderError(f"MTurk {operation}: {type(error).__name__}: {error}") from None
 
         try:
             return self.retry_policy.call(attempt, describe=f"MTurk {operation}")
@@ -267,6 +307,14 @@ class MTurkProvider(CrowdProvider):
 
     def reward_fee(self, *, reward: Decimal, rate: Decimal) -> Decimal:
         return max(MIN_FEE, money(reward * rate)) if reward > 0 else Decimal("0.00")
+
+    def check_publish(self, *, round, options: dict) -> None:
+        if round.currency != "USD":
+            raise ProviderRefused(f"MTurk pays in USD, the round is in {round.currency}")
+
+    def holds_tasks(self, *, publication) -> bool:
+        # A HIT type alone is no task (MTurk answers the same type again for the same fields).
+        return publication.hits.exists()
 
     def publish(self, *, round, publication) -> PublishResult:
         from .models import HIT

@@ -130,6 +130,15 @@ class CrowdProvider(abc.ABC):
     def publish(self, *, round: CollectionRound, publication: Publication) -> PublishResult:
         """Create the round's tasks on the platform; a rerun creates nothing twice."""
 
+    def check_publish(self, *, round: CollectionRound, options: dict) -> None:
+        """Refuse (``ProviderRefused``) a publication the platform would refuse, by reading only, before
+        anything is written (e.g. a round whose currency the account does not pay in)."""
+
+    def holds_tasks(self, *, publication: Publication) -> bool:
+        """Whether the platform already holds tasks of the publication (made by this or an earlier
+        publish), so its row must be kept for a rerun to find them."""
+        return bool(publication.external_id)
+
     @abc.abstractmethod
     def task_url_parameters(self) -> list[str]:
         """The query parameters the platform adds to our task URL."""

@@ -143,15 +143,22 @@ def publish_round(
     *, round: CollectionRound, provider_name: str, options: dict | None = None,
     provider: CrowdProvider | None = None, expected_seconds: float | None = None,
 ) -> PublishResult:
-    """Check the money, then create the round's tasks on the provider. Safe to rerun.
+    """Check everything, then create the round's tasks on the provider, then open the round. Safe to rerun.
 
-    Raises OverBudget when the estimate exceeds the budget cap and InsufficientBalance when the
-    provider account cannot cover rewards and fees; nothing is created then.
+    A refusal changes nothing: every check is made before the first write, reading only (the
+    round's status, the budget cap, the provider's configuration and balance, and the provider's
+    own ``check_publish``, e.g. the Prolific workspace's currency). Raises OverBudget when the
+    estimate exceeds the budget cap and InsufficientBalance when the provider account cannot cover
+    rewards and fees. The round moves to ``open`` only once the provider has accepted the
+    publication; when the provider refuses it, the publication row this call made is removed
+    again unless the provider already holds tasks of it (then a rerun finds and completes them).
     """
     provider = provider or get_provider(provider_name)
     round = CollectionRound.objects.get(pk=round.pk)
     if round.status not in (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN):
         raise crowd.InvalidTransition(f"cannot publish a round that is {round.status}")
+    if round.status == CollectionRound.Status.DRAFT:
+        crowd.check_transition(round=round, action="open")  # refused now, not after the provider's calls
     estimate = estimate_cost(round=round, provider=provider, expected_seconds=expected_seconds)
     if not estimate.within_budget:
         raise OverBudget(
@@ -161,13 +168,19 @@ def publish_round(
     needed = money(estimate.rewards + estimate.fees)
     if balance is not None and balance < needed:
         raise InsufficientBalance(f"the {provider.name} balance {balance} does not cover rewards and fees {needed}")
-    if round.status == CollectionRound.Status.DRAFT:
-        round = crowd.open_round(round=round)
+    provider.check_publish(round=round, options=options or {})
     with transaction.atomic():
-        publication, _created = Publication.objects.get_or_create(
+        publication, created = Publication.objects.get_or_create(
             round=round, provider=provider.name, defaults={"details": {"options": options or {}}}
         )
-    result = provider.publish(round=round, publication=publication)
+    try:
+        result = provider.publish(round=round, publication=publication)
+    except ProviderRefused:
+        if created and not provider.holds_tasks(publication=publication):
+            Publication.objects.filter(pk=publication.pk).delete()
+        raise
+    if round.status == CollectionRound.Status.DRAFT:
+        round = crowd.open_round(round=round)
     with transaction.atomic():
         publication = Publication.objects.select_for_update().get(pk=publication.pk)
         if publication.status == Publication.Status.PUBLISHING:

@@ -5,6 +5,7 @@ names it on the page); the token itself is never stored or logged.
 """
 from __future__ import annotations
 
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 from knox.models import AuthToken
@@ -33,11 +34,14 @@ def create_token(*, user) -> tuple[AuthToken, str]:
     """A new token for a researcher: (its record, the token, to be shown once)."""
     if not is_researcher(user):
         raise ProjectPermissionDenied("Only researchers may have API tokens.")
-    AuthToken.objects.filter(user=user, expiry__lt=timezone.now()).delete()
+    now = timezone.now()
     limit = knox_settings.TOKEN_LIMIT_PER_USER
-    if limit is not None and AuthToken.objects.filter(user=user).count() >= limit:
+    # Counted without the expired ones, which go only once the new token is made: a refusal changes nothing.
+    if limit is not None and AuthToken.objects.filter(user=user).exclude(expiry__lt=now).count() >= limit:
         raise TokenLimitReached(f"You have {limit} tokens, the most allowed; revoke one first.")
-    return AuthToken.objects.create(user=user)
+    with transaction.atomic():
+        AuthToken.objects.filter(user=user, expiry__lt=now).delete()
+        return AuthToken.objects.create(user=user)
 
 
 def revoke_token(*, user, token_key: str) -> None:

@@ -3,7 +3,8 @@
 Only fields Prolific's API reference documents are read. The workspace comes from
 ``PROLIFIC_WORKSPACE_ID`` or, when unset, from the workspaces endpoint (exactly one workspace).
 
-Study creation and bonus payment are not idempotent on Prolific. A study is found again by its
+Study creation and bonus payment are not idempotent on Prolific, so neither is sent again after
+a lost answer (``_request``'s ``idempotent``); reads, submission and study transitions are. A study is found again by its
 deterministic internal name (across every page of the study list) before a new one is created. A
 bonus record's id is stored in the ledger before the pay call, which is sent once; Prolific pays
 "in the following minutes", so the row stays possibly paid until the submission's
@@ -21,7 +22,14 @@ import httpx
 from django.conf import settings
 from django.urls import reverse
 
-from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
+from crowdbench.retry import (
+    NOT_SENT,
+    RetryPolicy,
+    TransientError,
+    connection_failure,
+    retry_after_seconds,
+    transient_connection_failure,
+)
 
 from ..base import (
     CrowdProvider,
@@ -44,7 +52,16 @@ STATUSES = {"ACTIVE": "active", "AWAITING REVIEW": "submitted", "APPROVED": "app
 # given up there and is not confirmed.
 CONFIRMING_STATUSES = set(STATUSES)
 MIN_REJECTION_MESSAGE = 100
+# The study statuses in which a study transition has been made (a repeat of it is refused there).
+STUDY_TRANSITIONS_DONE = {
+    "PUBLISH": {"ACTIVE", "SCHEDULED", "PAUSED", "AWAITING REVIEW", "COMPLETED"},
+    "PAUSE": {"PAUSED"},
+    "START": {"ACTIVE"},
+    "STOP": {"AWAITING REVIEW", "COMPLETED"},
+}
 RETRYABLE = {429, 500, 502, 503, 504}
+# Methods that may be sent again after a lost answer (a POST only when its call site says so).
+IDEMPOTENT_METHODS = {"GET", "HEAD", "PUT", "PATCH", "DELETE"}
 
 
 class NotFound(ProviderRefused):
@@ -127,31 +144,42 @@ class ProlificProvider(CrowdProvider):
         return self._client
 
     def _request(self, method: str, path: str, *, json: dict | None = None, params: dict | None = None,
-                 repeatable: bool = True) -> dict:
-        """One call; 429/5xx/transport errors are retried only when ``repeatable`` (no double effect)."""
+                 idempotent: bool | None = None) -> dict:
+        """One call. A connection never made and a 429 (Prolific did nothing) get more attempts on
+        every call. A 5xx or an answer lost on the way back may follow a call that took effect,
+        so only an ``idempotent`` call is sent again: GETs, PUT/PATCH that set a state, and POSTs
+        declared so at the call site (by default a POST is not)."""
         url = path.lstrip("/") if not path.startswith("http") else path
+        if idempotent is None:
+            idempotent = method in IDEMPOTENT_METHODS
 
         def attempt() -> httpx.Response:
             try:
                 response = self.client.request(method, url, json=json, params=params)
             except httpx.TransportError as error:
-                # Kept as the cause: a connection never made means the request was never sent.
-                raise TransientError(type(error).__name__) from error
-            if response.status_code in RETRYABLE:
+                if transient_connection_failure(error, idempotent=idempotent):
+                    # Kept as the cause: a connection never made means the request was never sent.
+                    raise TransientError(type(error).__name__) from error
+                raise
+            if response.status_code == 429 or (idempotent and response.status_code in RETRYABLE):
                 raise TransientError(f"HTTP {response.status_code}", status=response.status_code,
                                      retry_after=retry_after_seconds(response.headers))
             return response
 
-        policy = self.retry_policy if repeatable else replace(self.retry_policy, attempts=1)
         try:
-            response = policy.call(attempt, describe=f"Prolific {method} {path}")
+            response = self.retry_policy.call(attempt, describe=f"Prolific {method} {path}")
         except TransientError as error:
-            if isinstance(error.__cause__, (httpx.ConnectError, httpx.ConnectTimeout)):
+            if connection_failure(error.__cause__) == NOT_SENT:
                 # No connection, so the request was never sent: nothing happened at Prolific.
                 raise NotSent(f"Prolific {method} {path}: {error}") from None
             raise ProviderError(f"Prolific {method} {path}: {error}") from None
+        except httpx.TransportError as error:
+            # Sent, and the answer lost: a call that is not idempotent may have taken effect.
+            raise ProviderError(f"Prolific {method} {path}: {type(error).__name__}; the answer was lost") from None
         if response.status_code >= 400:
             detail = response.json().get("error", {}).get("detail") if response.content else ""
+            if response.status_code in RETRYABLE:
+                raise ProviderError(f"Prolific {method} {path}: HTTP {response.status_code} {detail}")
             refusal = NotFound if response.status_code == 404 else ProviderRefused
             raise refusal(f"Prolific {method} {path}: HTTP {response.status_code} {detail}")
         return response.json() if response.content else {}
@@ -198,12 +226,14 @@ class ProlificProvider(CrowdProvider):
             return max(1, math.floor(round.reward_per_task / round.target_hourly_wage * 60))
         return max(1, round.time_limit_seconds // 120)
 
-    def publish(self, *, round, publication) -> PublishResult:
-        options = publication.details.get("options", {})
+    def check_publish(self, *, round, options: dict) -> None:
         # Amounts go over the wire as numbers in the workspace's currency: it must be the round's.
         currency = self._workspace_balance().get("currency_code")
         if currency and currency != round.currency:
             raise ProviderRefused(f"the Prolific workspace pays in {currency}, the round is in {round.currency}")
+
+    def publish(self, *, round, publication) -> PublishResult:
+        options = publication.details.get("options", {})
         internal_name = f"crowdbench-{deterministic_token(round=round, purpose='prolific:study')[:24]}"
         code = completion_code(round)
         result = PublishResult(publication=publication)
@@ -216,7 +246,8 @@ class ProlificProvider(CrowdProvider):
         if study is None:
             minutes = self.estimated_minutes(round=round, options=options)
             project = {"project": self.project_id} if self.project_id else {}
-            study = self._request("POST", "studies/", repeatable=False, json={**project,
+            # Not idempotent: after a lost answer the rerun finds the study by its internal name.
+            study = self._request("POST", "studies/", json={**project,
                 "name": round.name,
                 "internal_name": internal_name,
                 "description": options.get("description") or round.instructions or round.name,
@@ -238,7 +269,7 @@ class ProlificProvider(CrowdProvider):
         publication.details = {**publication.details, "completion_code": code}
         publication.save(update_fields=["external_id", "details"])
         if study["status"] == "UNPUBLISHED":
-            self._request("POST", f"studies/{study['id']}/transition/", json={"action": "PUBLISH"})
+            self._send_study_transition(study["id"], action="PUBLISH")
         return result
 
     # -- submissions and review -----------------------------------------------------------------
@@ -310,7 +341,7 @@ class ProlificProvider(CrowdProvider):
     def approve(self, *, assignment, feedback: str) -> None:
         # Prolific treats a repeated transition as a no-op, so retrying is safe.
         self._request("POST", f"submissions/{assignment.provider_assignment_id}/transition/",
-                      json={"action": "APPROVE"})
+                      json={"action": "APPROVE"}, idempotent=True)
 
     def reject(self, *, assignment, feedback: str, category: str = "OTHER") -> None:
         if len(feedback.strip()) < MIN_REJECTION_MESSAGE:
@@ -318,7 +349,8 @@ class ProlificProvider(CrowdProvider):
                 f"Prolific needs a rejection message of at least {MIN_REJECTION_MESSAGE} characters"
             )
         self._request("POST", f"submissions/{assignment.provider_assignment_id}/transition/",
-                      json={"action": "REJECT", "message": feedback, "rejection_category": category})
+                      json={"action": "REJECT", "message": feedback, "rejection_category": category},
+                      idempotent=True)
 
     # -- money -------------------------------------------------------------------------------------
 
@@ -326,14 +358,16 @@ class ProlificProvider(CrowdProvider):
         from ..models import BonusPayment
 
         if not payment.provider_record_id:
-            # Creating a record pays nothing, so a duplicate record from a lost answer costs nothing.
-            record = self._request("POST", "submissions/bonus-payments/", json={
+            # Creating a record pays nothing, so a duplicate record from a lost answer costs nothing:
+            # safe to send again, though Prolific makes a second record.
+            record = self._request("POST", "submissions/bonus-payments/", idempotent=True, json={
                 "study_id": payment.assignment.provider_task_id,
                 "csv_bonuses": f"{payment.assignment.provider_assignment_id},{money(payment.amount)}",
             })
             payment.provider_record_id = record["id"]
             BonusPayment.objects.filter(pk=payment.pk).update(provider_record_id=record["id"])
-        self._request("POST", f"bulk-bonus-payments/{payment.provider_record_id}/pay/", repeatable=False)
+        # Not idempotent (each pay call pays): sent once, never again after a lost answer.
+        self._request("POST", f"bulk-bonus-payments/{payment.provider_record_id}/pay/")
 
     def bonus_was_paid(self, *, payment) -> bool | None:
         """True once the submission's ``bonus_payments`` show the payment; None otherwise: it may still
@@ -370,12 +404,25 @@ class ProlificProvider(CrowdProvider):
         a study that finished meanwhile, changes nothing)."""
         study = self._request("GET", f"studies/{publication.external_id}/")
         if study["status"] == only_from:
-            self._request("POST", f"studies/{publication.external_id}/transition/", json={"action": action})
+            self._send_study_transition(publication.external_id, action=action)
+
+    def _send_study_transition(self, study_id: str, *, action: str) -> None:
+        """A study transition sets a state, so it is sent again after a lost answer; Prolific then
+        refuses the repeat (the study is no longer in the state it starts from), and a study found
+        past that state counts as done."""
+        try:
+            self._request("POST", f"studies/{study_id}/transition/", json={"action": action}, idempotent=True)
+        except NotFound:
+            raise
+        except ProviderRefused:
+            status = self._request("GET", f"studies/{study_id}/").get("status")
+            if status not in STUDY_TRANSITIONS_DONE[action]:
+                raise
 
     def expire(self, *, publication) -> None:
         study = self._request("GET", f"studies/{publication.external_id}/")
         if study["status"] in ("ACTIVE", "PAUSED"):
-            self._request("POST", f"studies/{publication.external_id}/transition/", json={"action": "STOP"})
+            self._send_study_transition(publication.external_id, action="STOP")
 
     def balance(self) -> Decimal | None:
         return from_minor(self._workspace_balance()["available_balance"])

@@ -100,3 +100,28 @@ def test_a_server_requested_pause_holds_back_every_request_of_the_client(make_cl
     # Two start at once (one is refused with 429); every later request waits out the pause.
     assert len(arrivals) == 5
     assert all(arrival - first >= 0.95 for arrival in arrivals[2:])
+
+
+def test_connection_errors_are_transient_when_nothing_was_sent_or_the_call_is_idempotent():
+    import httpx
+    from botocore import exceptions as botocore
+
+    from crowdbench.retry import ANSWER_LOST, NOT_SENT, connection_failure, transient_connection_failure
+
+    request = httpx.Request("POST", "https://api.example.org/")
+    cases = [
+        (httpx.ConnectError("refused", request=request), NOT_SENT),
+        (httpx.ConnectTimeout("slow", request=request), NOT_SENT),
+        (httpx.RemoteProtocolError("closed", request=request), ANSWER_LOST),
+        (httpx.ReadTimeout("slow", request=request), ANSWER_LOST),
+        (botocore.EndpointConnectionError(endpoint_url="https://mturk"), NOT_SENT),
+        (botocore.ConnectTimeoutError(endpoint_url="https://mturk"), NOT_SENT),
+        (botocore.ConnectionClosedError(endpoint_url="https://mturk"), ANSWER_LOST),
+        (botocore.ReadTimeoutError(endpoint_url="https://mturk"), ANSWER_LOST),
+        (botocore.NoCredentialsError(), None),
+        (ValueError("not a connection error"), None),
+    ]
+    for error, kind in cases:
+        assert connection_failure(error) == kind, error
+        assert transient_connection_failure(error, idempotent=True) is (kind is not None), error
+        assert transient_connection_failure(error, idempotent=False) is (kind == NOT_SENT), error

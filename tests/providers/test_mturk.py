@@ -15,7 +15,7 @@ from mturk.models import HIT
 from mturk.provider import MTurkProvider, external_question, parse_answers, submit_hosts
 from providers import services
 from providers.review import review_submissions
-from providers.base import InsufficientBalance, OverBudget, ProviderError
+from providers.base import InsufficientBalance, OverBudget, ProviderError, ProviderNotConfigured
 from mturk.rehearsal import simulate_mturk_worker
 from providers.models import BonusPayment, Publication
 
@@ -414,3 +414,32 @@ def test_a_reward_mturk_refuses_is_a_provider_refusal_naming_mturks_reason(mturk
         publish(round)
     assert not HIT.objects.exists()
     assert not mturk_fake.calls("CreateHITWithHITType")
+
+
+def test_a_connection_closed_before_createhit_answers_is_retried_with_the_same_token_and_publishes_once(
+    mturk_fake, round_factory
+):
+    round = round_factory(items=3)
+    # The HIT of the first item is made, then the connection closes before MTurk answers:
+    # botocore raises ConnectionClosedError on the real boto3 path.
+    mturk_fake.drop_next(operation="CreateHITWithHITType")
+    result = publish(round)
+    assert (result.tasks_created, result.tasks_existing) == (2, 1)
+    calls = mturk_fake.calls("CreateHITWithHITType")
+    assert [call.error for call in calls[:2]] == ["connection closed", "RequestError"]
+    assert calls[0].params["UniqueRequestToken"] == calls[1].params["UniqueRequestToken"]
+    listed = provider().client.list_hits(MaxResults=100)["HITs"]
+    assert len(listed) == 3 == HIT.objects.count()
+    assert sorted(h["HITId"] for h in listed) == sorted(HIT.objects.values_list("hit_id", flat=True))
+    assert Publication.objects.get(round=round).status == Publication.Status.PUBLISHED
+
+
+def test_mturk_without_credentials_is_not_configured_and_not_retried(mturk_fake, round_factory, monkeypatch, tmp_path):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with pytest.raises(ProviderNotConfigured):
+        MTurkProvider(retry_pause=0).balance()
+    assert not mturk_fake.calls()

@@ -250,3 +250,54 @@ def test_expire_stops_the_study(prolific_fake, round_factory, capsys):
     call_command("expire_round", str(round.pk))
     study = provider()._request("GET", f"studies/{Publication.objects.get().external_id}/")
     assert study["status"] in ("AWAITING REVIEW", "COMPLETED")
+
+
+def test_a_connection_closed_before_the_publish_transition_answers_is_retried_and_publishes_once(
+    prolific_fake, round_factory
+):
+    round = round_factory(items=2, workers_per_item=1, reward="1.50")
+    # Prolific publishes the study, then the connection closes before its answer (httpx's
+    # RemoteProtocolError); the transition sets a state, so it is sent again.
+    prolific_fake.drop_next(operation="POST /api/v1/studies/{id}/transition/")
+    publish(round)
+    transitions = prolific_fake.calls("POST /api/v1/studies/{id}/transition/")
+    assert [call.error for call in transitions] == ["connection closed", "400"]
+    assert len(prolific_fake.calls("POST /api/v1/studies/")) == 1
+    study = provider()._request("GET", f"studies/{Publication.objects.get().external_id}/")
+    assert study["status"] == "ACTIVE"
+    assert Publication.objects.get().status == Publication.Status.PUBLISHED
+
+
+def test_a_connection_closed_before_a_read_answers_is_retried(prolific_fake, round_factory):
+    round = round_factory(items=1, workers_per_item=1, reward="1.50")
+    publish(round)
+    prolific_fake.drop_next(operation="GET /api/v1/studies/{id}/submissions/")
+    assert provider().list_submissions(publication=Publication.objects.get(round=round)) == []
+    assert [call.error for call in prolific_fake.calls("GET /api/v1/studies/{id}/submissions/")] == [
+        "connection closed", None]
+
+
+def test_a_pay_call_whose_connection_closes_is_not_sent_again(prolific_fake, round_factory):
+    round = round_factory(items=1, workers_per_item=1, reward="1.50")
+    publish(round)
+    participate(prolific_fake, round, 1)
+    services.pay_round(round=round, providers={"prolific": provider()})
+    assignment = Assignment.objects.get(round=round)
+    payment, _ = services.grant_bonus(assignment=assignment, amount=Decimal("0.40"), reason="Thanks.", purpose="t")
+    prolific_fake.drop_next(operation=PAY)
+    payment = services.send_bonus(payment=payment, providers={"prolific": provider()})
+    assert len(prolific_fake.calls(PAY)) == 1
+    assert payment.status == BonusPayment.Status.SENDING
+
+
+def test_a_refused_prolific_publish_leaves_the_round_as_it_was(prolific_fake, round_factory):
+    from annotation.models import CollectionRound
+
+    round = round_factory(items=2, workers_per_item=1, reward="1.50", open=False)  # a USD draft
+    prolific_fake.currency_code = "GBP"
+    with pytest.raises(ProviderRefused, match="GBP"):
+        publish(round)
+    round.refresh_from_db()
+    assert round.status == CollectionRound.Status.DRAFT and round.opened_at is None
+    assert not Publication.objects.exists()
+    assert not prolific_fake.calls("POST /api/v1/studies/")

@@ -71,7 +71,7 @@ def test_the_fake_refuses_filters_prolific_would_refuse(prolific_fake, filters, 
                 {"code": "C0DE1234", "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}],
             "total_available_places": 1, "estimated_completion_time": 1, "reward": 100, "filters": filters}
     with pytest.raises(ProviderError, match=message):
-        provider._request("POST", "studies/", repeatable=False, json=body)
+        provider._request("POST", "studies/", json=body)
 
 
 def test_publish_round_takes_the_filters_on_the_command_line(prolific_fake, round_factory):

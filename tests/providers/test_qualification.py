@@ -11,7 +11,7 @@ from mturk.models import HIT
 from mturk.provider import MTurkProvider
 from mturk.qualification import ANSWER_KEY_NS, create_qualification_test, gold_questions
 from providers import services
-from providers.base import ProviderRefused
+from providers.base import ProviderError, ProviderRefused
 from providers.models import Publication
 
 pytestmark = pytest.mark.django_db
@@ -64,3 +64,18 @@ def test_round_without_scorable_gold_is_refused(mturk_fake, round_factory):
     with pytest.raises(ProviderRefused):
         create_qualification_test(provider=MTurkProvider(retry_pause=0), round=round, name="x", description="y",
                                   duration_seconds=60)
+
+
+def test_a_qualification_type_whose_answer_is_lost_is_not_sent_again_into_an_already_exists_refusal(
+    mturk_fake, round_factory
+):
+    """CreateQualificationType carries no token: after a lost answer it may have been made, so it is
+    not repeated (a repeat would be refused as a duplicate name, a refusal that is not true)."""
+    round = round_factory(items=2, workers_per_item=1, gold_answers={0: {"winner": "b"}})
+    mturk_fake.drop_next(operation="CreateQualificationType")
+    with pytest.raises(ProviderError) as refused:
+        create_qualification_test(provider=MTurkProvider(retry_pause=0), round=round, name="x", description="y",
+                                  duration_seconds=60)
+    assert not isinstance(refused.value, ProviderRefused)
+    assert "may have taken effect" in refused.value.message
+    assert len(mturk_fake.calls("CreateQualificationType")) == 1
