@@ -190,6 +190,10 @@ RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT", BASE_DIR / "releases"))
 MAX_IMAGE_UPLOAD_BYTES = int(os.environ.get("MAX_IMAGE_UPLOAD_BYTES", str(10 * 1024 * 1024)))
 # Data files (predictions, review sets, families) uploaded from the project board.
 MAX_DATA_UPLOAD_BYTES = env_number("MAX_DATA_UPLOAD_BYTES", str(20 * 1024 * 1024), int)
+# A predictions file (board, API, leaderboard, import_predictions) is read row by row and refused at
+# the first row or model column past these bounds (docs/security.md).
+MAX_PREDICTION_ROWS = env_number("MAX_PREDICTION_ROWS", "20000", int)
+MAX_PREDICTION_MODELS = env_number("MAX_PREDICTION_MODELS", "100", int)
 
 # Media (uploaded and generated images): on disk under MEDIA_ROOT, or with MEDIA_STORAGE=s3 in an
 # S3-compatible bucket through django-storages (docs/deploy.md). The credentials come from the
