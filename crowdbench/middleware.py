@@ -7,7 +7,7 @@ then only ever see clean input.
 
 ``RateLimitMiddleware`` counts requests to the views named in ``settings.RATE_LIMITS`` per
 client address and per worker (the logged-in user, the signed task token of a provider page, or
-the user name tried on a login form) in the cache, and answers 429 beyond the limit.
+the user name tried on a login form, from that address) in the cache, and answers 429 beyond the limit.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from django.http.multipartparser import MultiPartParserError
 from django.utils.html import format_html
 from django_ratelimit.core import get_usage
 
+from .credentials import sign_in_key
 from .input_checks import HostileInput, check_text, load_json
 
 JSON_TYPES = ("application/json",)
@@ -112,7 +113,7 @@ def worker_key(request) -> str | None:
         return "token:" + hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
     username = request.POST.get("username") if request.method == "POST" else None
     if username:
-        return "login:" + username.strip().lower()[:150]
+        return sign_in_key(request, username)
     return None
 
 

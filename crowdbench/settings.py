@@ -190,6 +190,10 @@ RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT", BASE_DIR / "releases"))
 MAX_IMAGE_UPLOAD_BYTES = int(os.environ.get("MAX_IMAGE_UPLOAD_BYTES", str(10 * 1024 * 1024)))
 # Data files (predictions, review sets, families) uploaded from the project board.
 MAX_DATA_UPLOAD_BYTES = env_number("MAX_DATA_UPLOAD_BYTES", str(20 * 1024 * 1024), int)
+# A predictions file (board, API, leaderboard, import_predictions) is read row by row and refused at
+# the first row or model column past these bounds (docs/security.md).
+MAX_PREDICTION_ROWS = env_number("MAX_PREDICTION_ROWS", "20000", int)
+MAX_PREDICTION_MODELS = env_number("MAX_PREDICTION_MODELS", "100", int)
 
 # Media (uploaded and generated images): on disk under MEDIA_ROOT, or with MEDIA_STORAGE=s3 in an
 # S3-compatible bucket through django-storages (docs/deploy.md). The credentials come from the
@@ -236,9 +240,11 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 
 REST_FRAMEWORK = {
+    # One policy for every API view: a hashed token or the session. No scheme that checks a password
+    # (HTTP Basic): every credential check counts against the sign-in limiter (crowdbench/credentials.py).
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "crowdbench.credentials.CountedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Service errors map to HTTP in one place, not in each view.
@@ -391,11 +397,12 @@ RATELIMIT_FAIL_OPEN = env_bool("RATE_LIMITS_FAIL_OPEN", True)
 # The request header carrying the client address behind a proxy, e.g. HTTP_X_REAL_IP (else REMOTE_ADDR).
 RATELIMIT_IP_META_KEY = os.environ.get("RATE_LIMIT_ADDRESS_HEADER") or None
 # "<count>/<s|m|h|d>" per client address and per worker (the logged-in user, a provider page's task
-# token, or the user name tried on a login form); the views are URL names.
+# token, or the user name tried on a login form from that address); the views are URL names. The
+# "login" counters also count failed API tokens (crowdbench/credentials.py).
 RATE_LIMITS = {
     "login": {
         "label": "sign-in attempts",
-        "views": ["login", "admin:login"],
+        "views": ["login", "admin:login", "password_change"],
         "methods": ["POST"],
         "per_address": os.environ.get("RATE_LIMIT_LOGIN_PER_ADDRESS", "20/m"),
         "per_worker": os.environ.get("RATE_LIMIT_LOGIN_PER_USER", "10/m"),

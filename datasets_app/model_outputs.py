@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 
 from llm.client import LLMClient, LLMResult, chat_request, configured_model
@@ -123,9 +124,17 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
     duplicates = [name for name, count in Counter(model_columns.values()).items() if count > 1]
     if duplicates:
         raise VisitBenchFormatError(path, f"model {duplicates[0]!r} has several prediction columns")
+    # Bounded while reading, so that a file within the upload size cannot hold the server's memory
+    # or time: the rows kept grow with rows × models, and each is checked as it is read.
+    if len(model_columns) > settings.MAX_PREDICTION_MODELS:
+        raise VisitBenchFormatError(path, f"{len(model_columns)} prediction columns; at most "
+                                          f"{settings.MAX_PREDICTION_MODELS} models are accepted in one file")
     rows = []
     check_url = ImportURLChecker()
     for number, record in enumerate(reader, start=1):
+        if number > settings.MAX_PREDICTION_ROWS:
+            raise VisitBenchFormatError(path, f"more than {settings.MAX_PREDICTION_ROWS} data rows; split the "
+                                              f"file", row=number)
         if None in record:
             raise VisitBenchFormatError(path, "more fields than header columns", row=number)
         instruction = record.get("instruction")

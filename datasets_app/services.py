@@ -290,7 +290,9 @@ def export_visitbench(*, handle: IO[str], schema: str) -> int:
 
 # Formats a worker may upload; the stored extension comes from what Pillow detects, not the name.
 ALLOWED_IMAGE_FORMATS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp"}
-# Animated GIF/WebP frames each count against the pixel cap; this bounds how many are decoded.
+# One decoding budget for every image: all of an animation's frames together count against
+# MAX_IMAGE_PIXELS, so a small file of many large frames cannot make the re-encoding hold gigabytes.
+# Frames are also bounded in number, since each costs a copy even when small.
 MAX_IMAGE_FRAMES = 100
 JPEG_QUALITY = 95
 # Facts about the pixels (not about the person, the camera or the place) that a stored image may keep.
@@ -338,7 +340,8 @@ def _open_checked(content: bytes):
         with PILImage.open(io.BytesIO(content)) as probe:
             fmt, (width, height) = probe.format, probe.size
             frames = getattr(probe, "n_frames", 1)
-            # Checked on the header, before any pixel is decoded.
+            # Checked on the headers, before any pixel is decoded (counting frames reads only their
+            # headers).
             if width * height > settings.MAX_IMAGE_PIXELS:
                 raise ImageValidationError(
                     f"the image is too large ({width}×{height} = {width * height / 1e6:.1f} megapixels; "
@@ -346,6 +349,12 @@ def _open_checked(content: bytes):
                 )
             if frames > MAX_IMAGE_FRAMES:
                 raise ImageValidationError(f"the animation has more than {MAX_IMAGE_FRAMES} frames")
+            if frames * width * height > settings.MAX_IMAGE_PIXELS:
+                raise ImageValidationError(
+                    f"the animation is too large ({frames} frames of {width}×{height} = "
+                    f"{frames * width * height / 1e6:.1f} megapixels in all; at most "
+                    f"{settings.MAX_IMAGE_PIXELS / 1e6:g} megapixels are accepted across all frames)"
+                )
             probe.verify()
         image = PILImage.open(io.BytesIO(content))
         image.load()

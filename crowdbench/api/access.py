@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django.conf import settings
 from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.contrib.knox_auth_token import KnoxTokenScheme
 from drf_spectacular.openapi import AutoSchema
-from knox.auth import TokenAuthentication
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.pagination import PageNumberPagination
 
+from crowdbench.credentials import CountedTokenAuthentication
 from projects.models import Project
 from projects.permissions import IsProjectMember, IsResearcher, require_owner
 from projects.selectors import get_project_for_user
@@ -50,6 +51,12 @@ class ResearcherSchema(AutoSchema):
         return bodies
 
 
+class CountedTokenScheme(KnoxTokenScheme):
+    """The schema's security scheme for knox tokens counted by the sign-in limiter."""
+
+    target_class = CountedTokenAuthentication
+
+
 class Pagination(PageNumberPagination):
     page_size = 50
     page_size_query_param = "page_size"
@@ -59,7 +66,7 @@ class Pagination(PageNumberPagination):
 class ResearcherAPIMixin:
     """Token (``Authorization: Token …``) or session; researchers only; members read, owners write."""
 
-    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    authentication_classes = [CountedTokenAuthentication, SessionAuthentication]
     permission_classes = [IsResearcher, IsProjectMember]
     pagination_class = Pagination
     filter_backends = [DjangoFilterBackend]

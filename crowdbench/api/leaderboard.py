@@ -23,6 +23,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from crowdbench.credentials import CountedCredentialsMixin
 from evaluation.results import leaderboard as judge_leaderboard
 from leaderboard import services
 from leaderboard.models import Submission, SubmissionToken
@@ -36,7 +37,7 @@ from .access import MAX_ID, Pagination, ResearcherAPIMixin, ResearcherSchema
 BOARD_BOOTSTRAP = 200
 
 
-class SubmissionTokenAuthentication(BaseAuthentication):
+class SubmissionTokenCheck(BaseAuthentication):
     """``Authorization: Token cbsub_…``: an outside submitter of one project. Other tokens are left
     to the researchers' token authentication."""
 
@@ -59,6 +60,10 @@ class SubmissionTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request):
         return self.keyword
+
+
+class SubmissionTokenAuthentication(CountedCredentialsMixin, SubmissionTokenCheck):
+    """A submission token, counted by the sign-in limiter like every credential."""
 
 
 class SubmissionTokenScheme(OpenApiAuthenticationExtension):

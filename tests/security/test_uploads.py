@@ -135,3 +135,33 @@ def test_a_worker_upload_over_the_pixel_cap_is_refused_and_nothing_is_stored(set
     assert response.status_code == 400
     assert "megapixels" in response.json()["detail"]
     assert not Instance.objects.exists() and not Image.objects.exclude(file="").exists()
+
+
+def animated_gif(frames: int, size: tuple[int, int]) -> bytes:
+    """An animation of ``frames`` flat frames, plus one byte after its end: a few hundred bytes a
+    frame on the wire, and the trailing byte forces a re-encode of every frame."""
+    images = [PILImage.new("L", size, color=n * 20) for n in range(frames)]
+    out = io.BytesIO()
+    images[0].save(out, format="GIF", save_all=True, append_images=images[1:], duration=100)
+    return out.getvalue() + b"\0"
+
+
+def test_an_animation_whose_frames_together_exceed_the_pixel_cap_is_refused_before_any_frame_is_decoded(
+        settings, monkeypatch):
+    # The attack, scaled down: each frame is within the cap, ten of them are ten times over it.
+    settings.MAX_IMAGE_PIXELS = 400 * 400
+    raw = animated_gif(10, (400, 400))
+    decoded = []
+    monkeypatch.setattr(PILImage.Image, "load", lambda self, *a, **k: decoded.append(self) or None)
+    with pytest.raises(ImageValidationError, match="10 frames of 400×400 = 1.6 megapixels in all"):
+        clean_image_bytes(raw)
+    assert decoded == []
+    assert not Image.objects.exists()
+
+
+def test_an_animation_within_the_budget_keeps_its_frames():
+    raw = animated_gif(4, (40, 40))
+    clean = clean_image_bytes(raw)
+    with PILImage.open(io.BytesIO(clean.content)) as reopened:
+        assert reopened.n_frames == 4 and reopened.size == (40, 40)
+    assert raw.endswith(b";\0") and clean.content.endswith(b";")  # the byte after the end is gone

@@ -92,6 +92,36 @@ def test_a_file_over_the_size_limit_is_refused(owner_client, project, verified, 
     assert not ModelOutput.objects.exists()
 
 
+def test_a_predictions_file_with_more_rows_than_the_bound_is_refused_at_the_first_row_past_it(
+        owner_client, project, verified, settings, monkeypatch):
+    from datasets_app import model_outputs
+
+    settings.MAX_PREDICTION_ROWS = 4
+    checked = []
+    real_problem = model_outputs.text_problem
+    monkeypatch.setattr(model_outputs, "text_problem", lambda text, **k: checked.append(text) or real_problem(text, **k))
+    header, *rows = predictions_csv(verified).splitlines()
+    content = "\n".join([header, *(rows * 50)]) + "\n"  # 100 rows, every one of them matching
+    response = upload(owner_client, project, "predictions", "many.csv", content)
+    body = response.content.decode()
+    assert response.status_code == 400 and "many.csv, row 5: more than 4 data rows" in body, body
+    assert len(checked) <= 5 * 3 + 3  # the rows after the fifth were never read
+    assert not ModelOutput.objects.exists()
+
+
+def test_a_predictions_file_with_more_model_columns_than_the_bound_is_refused(owner_client, project, verified,
+                                                                              settings):
+    settings.MAX_PREDICTION_MODELS = 3
+    models = [f"m{n} prediction" for n in range(4)]
+    instance = verified[0]
+    content = ",".join(["instruction", "image", *models]) + "\n" + ",".join(
+        [f'"{instance.instruction}"', instance.image_links.get().image.url, *["x"] * 4]) + "\n"
+    response = upload(owner_client, project, "predictions", "wide.csv", content)
+    body = response.content.decode()
+    assert response.status_code == 400 and "wide.csv: 4 prediction columns; at most 3 models" in body, body
+    assert not ModelOutput.objects.exists()
+
+
 def review_line(item="item-1", language="en", url="https://images.example.org/cat.png", **extra):
     record = {"item_id": item, "language": language, "category": "art", "image_url": url, "license": "CC0-1.0",
               "source_url": "https://example.org/cat", "reviews": [f"Review {n}." for n in range(1, 6)]}
