@@ -16,8 +16,6 @@ from crowdbench.money import MoneySum, format_money, minor_unit, quantize_money
 # Words of the names of fields that hold money, in every app ("reward_per_task", "cost_usd").
 MONEY_WORDS = {"reward", "rewards", "bonus", "bonuses", "cost", "amount", "spent", "price", "fee", "fees", "budget",
                "wage", "earned", "usd"}
-# Fields whose names look like money and are not: none so far.
-NOT_MONEY: set[str] = set()
 
 
 def money_fields():
@@ -26,8 +24,8 @@ def money_fields():
             continue
         for field in model._meta.get_fields():
             label = f"{model._meta.label}.{field.name}"
-            if getattr(field, "concrete", False) and not field.is_relation and MONEY_WORDS & set(field.name.split("_")) \
-                    and label not in NOT_MONEY:
+            money_name = bool(MONEY_WORDS & set(field.name.split("_")))
+            if money_name and getattr(field, "concrete", False) and not field.is_relation:
                 yield label, field
 
 
@@ -75,3 +73,20 @@ def test_money_sum_of_no_rows_is_zero_with_the_columns_places():
 
     total = BonusPayment.objects.aggregate(total=MoneySum("amount"))["total"]
     assert total == 0 and str(total) == "0.00"
+
+
+@pytest.mark.django_db
+def test_a_round_paying_fractions_of_a_yen_is_refused_and_nothing_is_saved():
+    # Shown in whole yen, a reward of 0.50 JPY would read "1 JPY per task" while 0.50 was paid.
+    from django.core.exceptions import ValidationError
+
+    from annotation import services
+    from annotation.models import CollectionRound
+
+    with pytest.raises(ValidationError) as refused:
+        services.create_round(name="yen", task_type="pairwise", currency="JPY", reward_per_task=Decimal("0.50"),
+                              target_hourly_wage=Decimal("1000"), budget_cap=Decimal("100.5"))
+    assert set(refused.value.message_dict) == {"reward_per_task", "budget_cap"}
+    assert refused.value.message_dict["reward_per_task"] == ["JPY amounts have no decimal places."]
+    assert not CollectionRound.objects.exists()
+    services.create_round(name="cents", task_type="pairwise", currency="USD", reward_per_task=Decimal("0.50"))
