@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from crowdbench.money import minor_unit, quantize_money
 from datasets_app.models import Language
 
 
@@ -266,6 +267,7 @@ class CollectionRound(models.Model):
         return f"{self.name} ({self.task_type}, {self.status})"
 
     def clean(self) -> None:
+        self._clean_money()
         if self.min_workers_per_item is not None:
             if self.min_workers_per_item > self.workers_per_item:
                 raise ValidationError({"min_workers_per_item": _(
@@ -287,6 +289,17 @@ class CollectionRound(models.Model):
             raise ValidationError({"follow_up_round": _(
                 "A %(type)s round cannot feed a %(next)s round; the rounds that can be chained: %(chains)s."
             ) % {"type": self.task_type, "next": self.follow_up_round.task_type, "chains": chains}})
+
+    def _clean_money(self) -> None:
+        """Amounts are paid and shown in the currency's minor unit: none may be finer (0.50 JPY)."""
+        places = minor_unit(self.currency)
+        message = (_("%(currency)s amounts have no decimal places.") if places == 0 else
+                   _("%(currency)s amounts have at most %(places)d decimal places."))
+        errors = {name: message % {"currency": self.currency, "places": places}
+                  for name in ("reward_per_task", "target_hourly_wage", "budget_cap")
+                  if isinstance(value := getattr(self, name), Decimal) and value != quantize_money(value, self.currency)}
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def quality_policy(self) -> dict:

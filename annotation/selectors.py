@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import pandas as pd
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery, Sum, Value
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
+
+from crowdbench.money import MoneySum, quantize_money
 
 from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
 from .services import _BROKEN_ITEM_ERRORS, worker_facts
@@ -216,7 +218,8 @@ def _offer(*, round: CollectionRound, durations: list[float], tasks_left: int) -
         seconds, source = float(round.time_limit_seconds), "time_limit"
     limit = (round.qualification_rules or {}).get("max_tasks_per_worker")
     total = min(round.item_count, limit) if limit is not None else round.item_count
-    rate = (round.reward_per_task * Decimal(3600) / Decimal(str(seconds))).quantize(Decimal("0.01")) if seconds else None
+    rate = (quantize_money(round.reward_per_task * Decimal(3600) / Decimal(str(seconds)), round.currency)
+            if seconds else None)
     return WorkOffer(round=round, done=round.worker_done, total=total, tasks_left=tasks_left,
                      expected_seconds=seconds, expected_seconds_source=source, hourly_rate=rate)
 
@@ -278,7 +281,7 @@ def round_progress(*, round: CollectionRound) -> dict:
     durations = list(counted.filter(duration_seconds__isnull=False).values_list("duration_seconds", flat=True))
     median_seconds = statistics.median(durations) if durations else None
     effective_wage = (
-        (round.reward_per_task * Decimal(3600) / Decimal(str(median_seconds))).quantize(Decimal("0.01"))
+        quantize_money(round.reward_per_task * Decimal(3600) / Decimal(str(median_seconds)), round.currency)
         if median_seconds and len(durations) >= MIN_TIMED_TASKS
         else None
     )
@@ -388,13 +391,13 @@ def earnings(*, worker: Worker) -> list[dict]:
                                             "bonuses": Decimal("0")})
 
     approved = (Assignment.objects.submitted().filter(worker=worker, review_status=Assignment.ReviewStatus.APPROVED)
-                .values("round__currency").annotate(n=Count("pk"), rewards=Sum("round__reward_per_task")))
+                .values("round__currency").annotate(n=Count("pk"), rewards=MoneySum("round__reward_per_task")))
     for row in approved:
         item = entry(row["round__currency"])
         item["approved_tasks"] += row["n"]
         item["rewards"] += row["rewards"]
     for row in (_paid_bonuses(Assignment.objects.filter(worker=worker)).values("currency")
-                .annotate(total=Sum("amount"))):
+                .annotate(total=MoneySum("amount"))):
         entry(row["currency"])["bonuses"] += row["total"]
     return [{**item, "total": item["rewards"] + item["bonuses"]} for _, item in sorted(totals.items())]
 

@@ -126,6 +126,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # {{ amount|money:currency }} in every template, in the currency's minor unit.
+            "builtins": ["crowdbench.money_filters"],
         },
     },
 ]

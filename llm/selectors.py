@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal
 
-from django.db.models import Sum
+from crowdbench.money import MoneySum
 
 from .models import LLMCall, LLMRun
 
@@ -26,4 +26,4 @@ def successful_calls_by_hash(hashes: Iterable[str]) -> dict[str, LLMCall]:
 
 def run_cost_from_calls(run: LLMRun) -> Decimal:
     """The run's spending recomputed from its calls (a check on ``LLMRun.spent_usd``)."""
-    return run.calls.aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
+    return run.calls.aggregate(total=MoneySum("cost_usd"))["total"]

@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from annotation.models import Assignment, CollectionRound, Worker, WorkItem
 from annotation.selectors import pairwise_battles, ranking_judgments, round_progress
+from crowdbench.money import format_money
 from datasets_app.licenses import exclusion, is_publishable
 from datasets_app.models import Image, Instance, InstanceImage, ReviewSet, Source
 from datasets_app.selectors import yield_report
@@ -580,9 +581,9 @@ class _ReleaseBuilder:
             wage = progress["effective_hourly_wage"]
             wages.append([
                 round_.name, round_.task_type, submitted, "-" if median is None else round(median, 1),
-                f"{round_.reward_per_task} {round_.currency}",
-                "-" if wage is None else f"{wage} {round_.currency}/h",
-                f"{round_.target_hourly_wage} {round_.currency}/h",
+                f"{format_money(round_.reward_per_task, round_.currency)} {round_.currency}",
+                "-" if wage is None else f"{format_money(wage, round_.currency)} {round_.currency}/h",
+                f"{format_money(round_.target_hourly_wage, round_.currency)} {round_.currency}/h",
             ])
         return {"counts": counts, "summary": summary, "yield": yield_report(project=self.project)["splits"],
                 "agreement": agreement, "wages": wages}

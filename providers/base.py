@@ -9,21 +9,22 @@ import abc
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from crowdbench.errors import ServiceError
+from crowdbench.money import quantize_money
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, CollectionRound, Worker
 
     from .models import BonusPayment, Publication
 
-CENT = Decimal("0.01")
 
-
-def money(value: Decimal) -> Decimal:
-    return Decimal(value).quantize(CENT, rounding=ROUND_HALF_UP)
+def money(value: Decimal, currency: str = "USD") -> Decimal:
+    """An amount as a provider takes it: in the currency's minor unit (cents for the USD and GBP that
+    MTurk and Prolific pay in)."""
+    return quantize_money(value, currency)
 
 
 def tasks_per_session(round: CollectionRound) -> int:

@@ -20,6 +20,7 @@ from django.db import transaction
 from annotation import consent
 from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound
+from crowdbench.money import format_money
 
 from . import services
 from .base import money
@@ -78,16 +79,20 @@ class RehearsalReport:
         return money(self.rewards + self.bonuses + self.fees)
 
     def lines(self) -> list[str]:
-        wage = "-" if self.effective_hourly_wage is None else f"{self.effective_hourly_wage}"
+        def shown(amount):
+            return format_money(amount, self.currency)
+
+        wage = "-" if self.effective_hourly_wage is None else shown(self.effective_hourly_wage)
         gold = f"{self.gold_passed}/{self.gold_answers}" if self.gold_answers else "no gold items"
         return [
             f"DRY RUN on {self.provider} (fake; nothing was kept, nobody was paid)",
             f"  tasks submitted: {self.tasks_submitted}; gold answers right: {gold}",
             f"  median task time: {self.median_seconds and round(self.median_seconds, 1)} s; effective wage {wage} "
-            f"vs target {self.target_hourly_wage} {self.currency}/h",
+            f"vs target {shown(self.target_hourly_wage)} {self.currency}/h",
             f"  approved {self.approved}; top-up bonuses paid {self.bonuses_paid}",
-            f"  would spend: rewards {self.rewards} + bonuses {self.bonuses} + fees {self.fees} = {self.total} "
-            f"{self.currency} (estimate {self.estimate_total}; budget cap {self.budget_cap or 'none'})",
+            f"  would spend: rewards {shown(self.rewards)} + bonuses {shown(self.bonuses)} + fees {shown(self.fees)} "
+            f"= {shown(self.total)} {self.currency} (estimate {shown(self.estimate_total) or 'none'}; "
+            f"budget cap {shown(self.budget_cap) or 'none'})",
             f"  submissions seen only at the provider: {len(self.unmatched)}",
         ]
 

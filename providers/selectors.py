@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.db.models import Sum
-
 from annotation.models import Assignment, CollectionRound
+from crowdbench.money import MoneySum
 
 from .base import money
 from .models import BonusPayment
@@ -19,7 +18,7 @@ def pay_summary(*, round: CollectionRound) -> dict:
     approved = Assignment.objects.filter(round=round, review_status=Assignment.ReviewStatus.APPROVED).count()
     bonuses_paid = BonusPayment.objects.filter(
         assignment__round=round, status=BonusPayment.Status.PAID
-    ).aggregate(total=Sum("amount"))["total"] or Decimal("0")
+    ).aggregate(total=MoneySum("amount"))["total"]
 
     def per_hour(pay: Decimal) -> Decimal | None:
         return money(pay * Decimal(3600) / Decimal(str(median))) if median else None

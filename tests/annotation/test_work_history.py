@@ -139,3 +139,49 @@ def test_favicon_is_linked_and_served():
     assert 'rel="icon" href="/static/crowdbench/favicon.svg"' in page
     response = Client().get("/favicon.ico")
     assert response.status_code == 301 and response["Location"] == "/static/crowdbench/favicon.svg"
+
+
+def approved_tasks(worker, count, **options):
+    round = pairwise_round(count, **options)
+    done = [submit(round, worker) for _ in range(count)]
+    review_submissions(assignments=done, decision=APPROVE)
+    return done
+
+
+def test_my_work_page_shows_the_exact_sum_of_thirty_rewards_of_0_32_usd():
+    # SQLite sums decimals as floats: 30 x 0.32 came back as 9.60000000000000 (9.69999999999999 for others).
+    user = make_worker_user()
+    worker = services.get_or_create_local_worker(user=user)
+    approved_tasks(worker, 30, reward_per_task=Decimal("0.32"))
+
+    [usd] = selectors.earnings(worker=worker)
+    assert (usd["rewards"], usd["total"]) == (Decimal("9.60"), Decimal("9.60"))
+    assert str(usd["rewards"]) == "9.60"
+    page = client_for(user).get("/work/history/").content.decode()
+    assert "9.60 USD: 9.60 for 30 approved tasks, 0.00 in bonuses" in page
+
+
+def test_earnings_add_up_the_bonus_ledger_exactly():
+    user = make_worker_user()
+    worker = services.get_or_create_local_worker(user=user)
+    done = approved_tasks(worker, 30, reward_per_task=Decimal("0.23"))
+    for number, assignment in enumerate(done):
+        BonusPayment.objects.create(assignment=assignment, worker=worker, provider="local", amount=Decimal("0.23"),
+                                    reason="top-up", token=f"bonus-{number}", status=BonusPayment.Status.PAID)
+
+    [usd] = selectors.earnings(worker=worker)
+    assert [str(usd[key]) for key in ("rewards", "bonuses", "total")] == ["6.90", "6.90", "13.80"]
+    page = client_for(user).get("/work/history/").content.decode()
+    assert "13.80 USD: 6.90 for 30 approved tasks, 6.90 in bonuses" in page
+
+
+def test_my_work_shows_yen_without_decimal_places():
+    user = make_worker_user()
+    worker = services.get_or_create_local_worker(user=user)
+    approved_tasks(worker, 3, reward_per_task=Decimal("30"), currency="JPY")
+    page = client_for(user).get("/work/history/").content.decode()
+    assert "90 JPY: 90 for 3 approved tasks, 0 in bonuses" in page
+    assert '<td class="earned">30 JPY</td>' in page
+    pairwise_round(2, reward_per_task=Decimal("30"), currency="JPY")  # still open: on the work list
+    work_list = client_for(user).get("/work/").content.decode()
+    assert "30 JPY per task" in work_list and "at least 60 JPY per hour" in work_list  # 30 JPY per 1800 s

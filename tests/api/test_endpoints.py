@@ -87,6 +87,10 @@ def test_creating_a_round_with_bad_fields_is_refused_and_creates_nothing(world, 
     negative = owner_api.post("/api/rounds/", {"project": "study-a", "name": "R", "task_type": "pairwise",
                                                "reward_per_task": "-1"}, format="json")
     assert negative.status_code == 400 and "reward_per_task" in negative.json()
+    half_yen = owner_api.post("/api/rounds/", {"project": "study-a", "name": "R", "task_type": "pairwise",
+                                               "currency": "JPY", "reward_per_task": "0.50"}, format="json")
+    assert half_yen.status_code == 400
+    assert half_yen.json()["errors"]["reward_per_task"] == ["JPY amounts have no decimal places."]
     nul = owner_api.post("/api/rounds/", {"project": "study-a\x00", "name": "R", "task_type": "pairwise"},
                          format="json")
     assert nul.status_code == 400

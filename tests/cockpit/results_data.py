@@ -110,3 +110,18 @@ def judged_project(project, *, verified_per_family=(2, 1)) -> JudgedProject:
                         ranker_kind="chat")
     pairwise.refresh_from_db()
     return JudgedProject(pairwise=pairwise, ranking=rankings[0], ranking_ja=rankings[1], workers=workers, in_flight_worker=in_flight_worker)
+
+
+def yen_round(project, *, tasks=3, budget_cap=Decimal("1000")):
+    """A pairwise round paying 30 JPY a task, with ``tasks`` tasks done by local workers in 40 s each."""
+    round = make_round(task_type="pairwise", targets=[tuple(make_outputs(instance=make_instance()))
+                                                      for _ in range(tasks)],
+                       project=project, reward_per_task=Decimal("30"), currency="JPY", budget_cap=budget_cap)
+    start = timezone.now() - timedelta(minutes=10)
+    for _ in range(tasks):
+        worker = make_worker()
+        assignment = services.request_assignment(round=round, worker=worker, now=start)
+        services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"},
+                                   now=start + timedelta(seconds=40))
+    return round
+

@@ -15,7 +15,7 @@ from evaluation.core.pairwise_agreement import majority_vote_arrays
 from evaluation.selectors import irr_rankings
 from projects.services import create_project
 
-from .results_data import REWARD, SECONDS_PER_TASK, judged_project
+from .results_data import REWARD, SECONDS_PER_TASK, judged_project, yen_round
 
 pytestmark = pytest.mark.django_db
 
@@ -181,3 +181,17 @@ def test_watch_is_for_members_only(client, make_researcher, researcher, data):
     assert client.get(reverse("cockpit:round-watch", args=["other", data.pairwise.pk])).status_code == 404
     client.force_login(stranger)
     assert client.get(reverse("cockpit:round-watch", args=[other.slug, data.pairwise.pk])).status_code == 404
+
+
+def test_watch_pages_show_yen_without_decimal_places(client, researcher, project):
+    round = yen_round(project)
+    client.force_login(researcher)
+    html = client.get(reverse("cockpit:round-watch", args=["study-a", round.pk])).content.decode()
+    assert '<span class="value">90 JPY</span>' in html and "spent of 1000 JPY budget" in html
+    assert "(target 18 JPY/h)" in html
+    html = client.get(reverse("cockpit:watch", args=["study-a"])).content.decode()
+    assert '<span class="value">90 JPY</span>' in html and "spent of 1000 JPY capped" in html
+    assert "<td>90 / 1000 JPY</td>" in html
+    # The JSON keeps the exact stored amounts.
+    body = client.get(reverse("cockpit:round-watch-json", args=["study-a", round.pk])).json()
+    assert (body["spent"], body["budget_cap"]) == ("90.00", "1000.00")

@@ -158,3 +158,13 @@ def test_a_release_is_immutable(tmp_path):
     assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "x").exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no staging left
     assert all(not (path.stat().st_mode & 0o222) for path in out.rglob("*") if path.is_file())
+
+
+def test_release_pay_table_shows_yen_without_decimal_places(tmp_path):
+    from tests.cockpit.results_data import yen_round
+
+    project = create_project(name="Yen study", slug="yen", owner=User.objects.create_user("yen-owner"))
+    round = yen_round(project, tasks=5)  # five timed tasks of 40 s: 30 JPY per 40 s is 2700 JPY an hour
+    release = make_release(project=project, name="yen", version="1.0.0", out_dir=tmp_path / "yen")
+    card = (Path(release.directory) / "README.md").read_text()
+    assert f"| {round.name} | pairwise | 5 | 40.0 | 30 JPY | 2700 JPY/h | 18 JPY/h |" in card

@@ -101,3 +101,16 @@ def test_pay_summary_reports_the_wage_before_and_after_top_ups(round_factory, ca
     after = pay_summary(round=round)
     assert after["effective_hourly_wage_with_bonuses"] == Decimal("18.00")
     assert (after["bonuses_paid"], after["committed_spend"]) == (Decimal("0.60"), Decimal("0.90"))
+
+
+def test_estimate_cost_command_prints_yen_without_decimal_places():
+    from io import StringIO
+
+    from tests.annotation.factories import make_instance, make_outputs, make_round
+
+    round = make_round(task_type="pairwise", targets=[tuple(make_outputs(instance=make_instance())) for _ in range(3)],
+                       reward_per_task=Decimal("30"), currency="JPY", budget_cap=Decimal("1000"))
+    out = StringIO()
+    call_command("estimate_cost", str(round.pk), "--provider", "local", stdout=out)
+    assert out.getvalue().strip() == ("local: 3 tasks; rewards 90 JPY, fees 0 JPY, expected bonuses 0 JPY "
+                                      "(+0 JPY fees); total 90 JPY; budget cap 1000 JPY: within budget")

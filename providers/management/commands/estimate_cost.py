@@ -2,6 +2,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from crowdbench.money import format_money
 from providers import services
 from providers.registry import PROVIDERS, get_provider
 
@@ -20,10 +21,14 @@ class Command(BaseCommand):
         round = round_from(options["round"])
         provider = get_provider(options["provider"] or settings.PROVIDERS_DEFAULT)
         estimate = services.estimate_cost(round=round, provider=provider, expected_seconds=options["expected_seconds"])
-        cap = "none" if estimate.budget_cap is None else f"{estimate.budget_cap}"
+
+        def shown(amount):
+            return f"{format_money(amount, estimate.currency)} {estimate.currency}"
+
+        cap = "none" if estimate.budget_cap is None else shown(estimate.budget_cap)
         self.stdout.write(
-            f"{estimate.provider}: {estimate.tasks} tasks; rewards {estimate.rewards}, fees {estimate.fees}, "
-            f"expected bonuses {estimate.expected_bonuses} (+{estimate.bonus_fees} fees); "
-            f"total {estimate.total} {estimate.currency}; budget cap {cap}: "
+            f"{estimate.provider}: {estimate.tasks} tasks; rewards {shown(estimate.rewards)}, "
+            f"fees {shown(estimate.fees)}, expected bonuses {shown(estimate.expected_bonuses)} "
+            f"(+{shown(estimate.bonus_fees)} fees); total {shown(estimate.total)}; budget cap {cap}: "
             f"{'within budget' if estimate.within_budget else 'OVER BUDGET'}"
         )

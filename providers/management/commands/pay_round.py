@@ -1,6 +1,7 @@
 """Approve a round's submitted work and send its bonuses; --top-up brings pay to the target wage once."""
 from django.core.management.base import BaseCommand, CommandError
 
+from crowdbench.money import format_money
 from providers import selectors, services
 from providers.base import ProviderError
 
@@ -38,7 +39,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {report.sync.awaiting_confirmation} submission(s) not yet confirmed by the "
                                   "provider: not paid yet")
         self.stdout.write(
-            f"{report.approved} approved; top-up per task {report.top_up_per_task} {round.currency}; "
+            f"{report.approved} approved; top-up per task {format_money(report.top_up_per_task, round.currency)} "
+            f"{round.currency}; "
             f"{report.bonuses_granted} bonus(es) granted, {report.bonuses_paid} paid, "
             f"{report.bonuses_unsettled} awaiting a rerun, {report.bonuses_failed} refused, "
             f"{report.skipped_for_budget} skipped to stay within the budget cap"
@@ -49,12 +51,19 @@ class Command(BaseCommand):
         for error in report.errors:
             self.stderr.write(f"  {error}")
         for payment_id, worker, amount, age in report.awaiting_settlement:
-            self.stdout.write(f"  bonus {payment_id} ({amount} {round.currency} to {worker}) possibly paid, awaiting "
+            self.stdout.write(f"  bonus {payment_id} ({format_money(amount, round.currency)} {round.currency} to "
+                              f"{worker}) possibly paid, awaiting "
                               f"settlement for {age if age is not None else '?'} s; rerun later, or resolve it with "
                               f"--resend-unsettled {payment_id}")
         summary = selectors.pay_summary(round=round)
+
+        def shown(key):
+            return format_money(summary[key], round.currency) or "none"
+
+        cap = "none" if summary["budget_cap"] is None else f"{shown('budget_cap')} {round.currency}"
+
         self.stdout.write(
-            f"median {summary['median_seconds']} s per task: {summary['effective_hourly_wage']}/h from the reward, "
-            f"{summary['effective_hourly_wage_with_bonuses']}/h with bonuses (target {summary['target_hourly_wage']}); "
-            f"committed {summary['committed_spend']} of budget cap {summary['budget_cap'] or 'none'}"
+            f"median {summary['median_seconds']} s per task: {shown('effective_hourly_wage')}/h from the reward, "
+            f"{shown('effective_hourly_wage_with_bonuses')}/h with bonuses (target {shown('target_hourly_wage')}); "
+            f"committed {shown('committed_spend')} {round.currency} of budget cap {cap}"
         )

@@ -3,6 +3,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.services import CrowdWorkError
+from crowdbench.money import format_money
 from providers import services
 from providers.base import ProviderError
 from providers.registry import PROVIDERS
@@ -66,5 +67,6 @@ class Command(BaseCommand):
         self.stdout.write(
             f"round {round.pk} published on {provider} ({publication.external_id or 'no external id'}): "
             f"{result.tasks_created} task(s) created, {result.tasks_existing} already there; "
-            f"estimated cost {publication.details.get('estimate', {}).get('total')} {round.currency}"
+            f"estimated cost {format_money(publication.details.get('estimate', {}).get('total'), round.currency)} "
+            f"{round.currency}"
         )

@@ -62,7 +62,7 @@ def test_worker_reads_the_researchers_feedback_on_my_work(page, browser, live_se
     assert row.locator(".feedback").inner_text() == FEEDBACK
     assert row.locator(".feedback b, .feedback script").count() == 0
     assert "new-feedback" in row.get_attribute("class")
-    assert row.locator(".earned").inner_text() == "0 USD"
+    assert row.locator(".earned").inner_text() == "0.00 USD"
     # Seen: the notice is gone, and the site header links to "My work".
     work.goto("/work/")
     assert work.locator("#new-feedback").count() == 0

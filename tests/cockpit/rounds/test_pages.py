@@ -521,3 +521,17 @@ def test_a_source_refusal_is_shown_on_the_builder_form_with_the_input_kept(clien
         assert shown in page
         assert 'id="builder-form"' in page and 'value="Pairwise batch"' in page
     assert not CollectionRound.objects.exists()
+
+
+def test_round_pages_show_yen_without_decimal_places(client, researcher, project):
+    from tests.cockpit.results_data import yen_round
+
+    round = yen_round(project)
+    client.force_login(researcher)
+    html = client.get(reverse("cockpit:round", args=[project.slug, round.pk])).content.decode()
+    assert "<th>Reward per task</th><td>30 JPY</td>" in html
+    assert "<th>Target hourly wage</th><td>18 JPY</td>" in html
+    assert '<td id="round-budget-cap">1000 JPY</td>' in html
+    assert "spent 90 JPY" in html
+    html = client.get(reverse("cockpit:rounds", args=[project.slug])).content.decode()
+    assert "<td>90 JPY</td>" in html
