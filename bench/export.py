@@ -10,9 +10,13 @@ peaks do not mix:
   list, then written with ``DataFrame.to_csv`` / ``to_json(lines=True)`` / ``to_parquet``, and the
   image manifest likewise.
 
-Time is wall clock; memory is the peak resident set size above what the process held before
-writing (``resource.getrusage`` / ``/proc/self/statm``: it sees Arrow's allocations, which
-tracemalloc does not) and the tracemalloc peak of Python objects.
+Each method and size runs twice, each time in a fresh process: once for time and resident
+memory, once for the tracemalloc peak. tracemalloc hooks every allocation and slows both methods
+several times over (and its own records add to the resident set), so it is never on while the
+clock runs. Time is wall clock and the process's CPU time (user + system, steadier on a busy
+machine); memory is the peak resident set size above what the process held
+before writing (``resource.getrusage`` / ``/proc/self/statm``: it sees Arrow's allocations, which
+tracemalloc does not), and, from the second run, the tracemalloc peak of Python objects.
 
 Run from the repository root: ``python bench/export.py`` (``--sizes 1000 5000`` for a quick run).
 """
@@ -140,7 +144,9 @@ def write_with_pandas(project, out: Path) -> int:
     return len(frame)
 
 
-def child(method: str, size: int, database: Path, out: Path) -> dict:
+def child(method: str, size: int, database: Path, out: Path, probe: str) -> dict:
+    """One measured write. ``probe`` is ``time`` (wall clock and peak RSS, tracemalloc off) or
+    ``python-memory`` (the tracemalloc peak; its time is not reported, tracemalloc inflates it)."""
     setup_django(database)
     from projects.models import Project
     from projects.releases import make_release
@@ -148,25 +154,37 @@ def child(method: str, size: int, database: Path, out: Path) -> dict:
     project = Project.objects.get(slug=f"bench-{size}")
     project.families.count()  # warm the connection before measuring
     before = current_rss_bytes()
-    tracemalloc.start()
-    started = time.perf_counter()
+    if probe == "python-memory":
+        tracemalloc.start()
+    started, cpu_started = time.perf_counter(), time.process_time()
     if method == "release":
-        rows = make_release(project=project, name="bench", version=str(size), out_dir=out).counts["instances"]
+        # Each probe makes its own release (a name and version is made once per project).
+        rows = make_release(project=project, name="bench", version=f"{size}-{probe}", out_dir=out).counts["instances"]
     else:
         rows = write_with_pandas(project, out)
-    seconds = time.perf_counter() - started
-    _, traced_peak = tracemalloc.get_traced_memory()
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    if probe == "python-memory":
+        _, traced_peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return {"rows": rows, "traced_peak": traced_peak}
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"rows": rows, "seconds": seconds, "rss_growth": max(peak_rss - before, 0), "traced_peak": traced_peak}
+    return {"rows": rows, "seconds": seconds, "cpu_seconds": cpu_seconds, "rss_growth": max(peak_rss - before, 0)}
+
+
+def run_child(method: str, size: int, database: Path, out: Path, probe: str) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--child", method, str(size), str(database), str(out), probe],
+                          capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise SystemExit(f"{method} {size} ({probe}) failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def measure(method: str, size: int, database: Path, work: Path) -> dict:
-    out = work / f"{method}-{size}"
-    done = subprocess.run([sys.executable, __file__, "--child", method, str(size), str(database), str(out)],
-                          capture_output=True, text=True, cwd=ROOT)
-    if done.returncode != 0:
-        raise SystemExit(f"{method} {size} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """The timed run first, then the tracemalloc run, each in its own process and folder."""
+    timed = run_child(method, size, database, work / f"{method}-{size}-time", "time")
+    traced = run_child(method, size, database, work / f"{method}-{size}-python-memory", "python-memory")
+    assert timed["rows"] == traced["rows"], (timed, traced)
+    return {**timed, "traced_peak": traced["traced_peak"]}
 
 
 def mib(value: float) -> str:
@@ -176,11 +194,11 @@ def mib(value: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--child", nargs=4, metavar=("METHOD", "SIZE", "DB", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=5, metavar=("METHOD", "SIZE", "DB", "OUT", "PROBE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        method, size, database, out = args.child
-        print(json.dumps(child(method, int(size), Path(database), Path(out))))
+        method, size, database, out, probe = args.child
+        print(json.dumps(child(method, int(size), Path(database), Path(out), probe)))
         return
 
     with tempfile.TemporaryDirectory(prefix="crowdbench-export-bench-") as folder:
@@ -204,6 +222,12 @@ def main() -> None:
               f"{mib(ours['rss_growth']):>11} {mib(theirs['rss_growth']):>10} "
               f"{ours['rss_growth'] / max(theirs['rss_growth'], 1):8.2f} | "
               f"{mib(ours['traced_peak']):>14} {mib(theirs['traced_peak']):>13}")
+    print("(py MiB: the tracemalloc peak, from a second run of each write; the times and resident memory "
+          "come from the first run, without tracemalloc)")
+    for size in args.sizes:
+        ours, theirs = results[("release", size)], results[("pandas", size)]
+        print(f"CPU time at {size:,} rows (the writing process, user + system): release {ours['cpu_seconds']:.2f} s, "
+              f"pandas {theirs['cpu_seconds']:.2f} s, × {ours['cpu_seconds'] / theirs['cpu_seconds']:.2f}")
     small, large = min(args.sizes), max(args.sizes)
     growth = results[("release", large)]["rss_growth"] / max(results[("release", small)]["rss_growth"], 1)
     pandas_growth = results[("pandas", large)]["rss_growth"] / max(results[("pandas", small)]["rss_growth"], 1)

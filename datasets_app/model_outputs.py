@@ -26,6 +26,7 @@ from llm.steps import LLMStep, StepReport
 
 from .models import Instance, ModelOutput, Source
 from .review_generation import image_source
+from crowdbench.csv_cells import restore_csv_cell
 from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
 
 from .file_errors import parse_csv_file
@@ -147,11 +148,13 @@ def _read_predictions(path: str, handle) -> tuple[list[str], list[PredictionRow]
                 raise VisitBenchFormatError(path, problem, row=number, column=column)
         if is_blank(instruction):
             raise VisitBenchFormatError(path, "empty value", row=number, column="instruction")
+        # template.csv neutralises an instruction a spreadsheet would run as a formula ("'" in front).
+        instruction = restore_csv_cell(instruction)
         instance_id = _instance_id(path, number, record.get("instance_id")) if by_id else None
         urls = [] if by_id else _image_urls(path, number, image_column, record.get(image_column), check_url)
         predictions = {model: record[column] for column, model in model_columns.items()
                        if (record.get(column) or "").strip()}
-        rows.append(PredictionRow(number, instruction, (record.get("instruction_category") or "").strip(),
+        rows.append(PredictionRow(number, instruction, restore_csv_cell((record.get("instruction_category") or "").strip()),
                                   urls, predictions, instance_id))
     if not rows:
         raise VisitBenchFormatError(path, "the file has a header but no data rows")

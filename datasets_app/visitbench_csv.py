@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
+from crowdbench.csv_cells import dict_csv_writer, restore_csv_cell
 from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
 
 from .file_errors import InputFileError, parse_csv_file
@@ -139,6 +140,8 @@ class _Cells:
         value = self.record.get(column)
         if value is None:
             raise self.error(column, "missing value (row has fewer fields than the header)")
+        # The platform's own CSV files neutralise formula-like text with one leading "'".
+        value = restore_csv_cell(value)
         problem = text_problem(value)
         if problem:
             raise self.error(column, problem)
@@ -289,7 +292,9 @@ def single_image_record(row: VisitBenchRow) -> dict[str, str]:
 def write_visitbench_csv(handle: IO[str], schema: str, rows: Iterator[VisitBenchRow]) -> int:
     columns = MULTI_IMAGE_COLUMNS if schema == MULTI_IMAGE else SINGLE_IMAGE_COLUMNS
     to_record = multi_image_record if schema == MULTI_IMAGE else single_image_record
-    writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n")
+    # A file for people: a text cell a spreadsheet would run as a formula gets a leading "'"
+    # (crowdbench.csv_cells); reading the file back removes it.
+    writer = dict_csv_writer(handle, columns, lineterminator="\n")
     writer.writeheader()
     count = 0
     for row in rows:

@@ -288,6 +288,11 @@ def dataset_card(*, title: str, description: str, name: str, version: str, creat
         "",
     ]
     body += [f"- `{path}` ({label})" for label, path in csv_files.items()] or ["- (no instances)"]
+    body += ["", "The CSV files are made to be opened in a spreadsheet: a text cell that begins with `=`, "
+             "`+`, `-`, `@`, a tab or a carriage return (which a spreadsheet would run as a formula) is "
+             "written with one `'` in front (OWASP's CSV injection rule; a text that begins with `'` "
+             "before one of those gets one more). Numbers are not changed. The JSON Lines and Parquet "
+             "files hold every value exactly; use them, not the CSV files, for exact texts."]
     body += ["", "`SHA256SUMS` lists a checksum for every file (`sha256sum -c SHA256SUMS`).", "",
              "## Tables", ""]
     body.append(_markdown_table(

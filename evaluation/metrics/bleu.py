@@ -6,7 +6,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .base import Metric, MetricUnavailable, check_lengths
+from .base import Metric, MetricUnavailable
 
 
 class Bleu4(Metric):
@@ -28,8 +28,7 @@ class Bleu4(Metric):
             scorers[tokenize] = self._sacrebleu.metrics.BLEU(tokenize=tokenize, effective_order=True)
         return scorers[tokenize]
 
-    def score(self, candidates, references, languages):
-        check_lengths(candidates, references, languages)
+    def score_texts(self, candidates, references, languages):
         return np.array(
             [self._scorer(language).sentence_score(candidate, [reference]).score
              for candidate, reference, language in zip(candidates, references, languages)],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Metric, MetricUnavailable, check_lengths
+from .base import Metric, MetricUnavailable
 from .segmentation import words
 
 
@@ -17,8 +17,7 @@ class Cider(Metric):
     name = "cider"
     label = "CIDEr"
 
-    def score(self, candidates, references, languages):
-        check_lengths(candidates, references, languages)
+    def score_texts(self, candidates, references, languages):
         try:
             from pycocoevalcap.cider.cider import Cider as CocoCider
         except ImportError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Metric, check_lengths
+from .base import Metric
 from .segmentation import mecab_segments
 
 
@@ -13,8 +13,7 @@ class Length(Metric):
     label = "Length"
     reference_backed = False
 
-    def score(self, candidates, references, languages):
-        check_lengths(candidates, references, languages)
+    def score_texts(self, candidates, references, languages):
         return np.array(
             [len(mecab_segments(candidate)) if language == "ja" else len(candidate.split())
              for candidate, language in zip(candidates, languages)],

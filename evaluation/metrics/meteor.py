@@ -8,7 +8,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .base import Metric, MetricUnavailable, check_lengths
+from .base import Metric, MetricUnavailable
 from .segmentation import words
 
 
@@ -32,8 +32,7 @@ class Meteor(Metric):
             ) from None
         return meteor_score
 
-    def score(self, candidates, references, languages):
-        check_lengths(candidates, references, languages)
+    def score_texts(self, candidates, references, languages):
         meteor_score = self._meteor_score
         return np.array(
             [meteor_score([words(reference, language)], words(candidate, language))

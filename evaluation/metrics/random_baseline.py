@@ -5,16 +5,16 @@ import zlib
 
 import numpy as np
 
-from .base import Metric, check_lengths
+from .base import Metric
 
 
 class RandomBaseline(Metric):
     name = "random"
     label = "Random"
     reference_backed = False
+    empty_score = None  # blind to the text: an empty candidate gets its draw like any other
 
-    def score(self, candidates, references, languages):
-        check_lengths(candidates, references, languages)
+    def score_texts(self, candidates, references, languages):
         # Its own stream per seed, so other metrics' tie-breaks never shift these draws.
         rng = np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
         return rng.random(len(candidates))

@@ -6,7 +6,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .base import Metric, MetricUnavailable, check_lengths
+from .base import Metric, MetricUnavailable
 from .segmentation import mecab_segments
 
 
@@ -37,8 +37,7 @@ class RougeL(Metric):
     def _japanese(self):
         return self._rouge_scorer.RougeScorer(["rougeL"], tokenizer=_MecabTokenizer())
 
-    def score(self, candidates, references, languages):
-        check_lengths(candidates, references, languages)
+    def score_texts(self, candidates, references, languages):
         # rouge-score's argument order is (target, prediction).
         return np.array(
             [(self._japanese if language == "ja" else self._english).score(reference, candidate)["rougeL"].fmeasure

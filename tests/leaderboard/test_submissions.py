@@ -2,6 +2,7 @@
 API: the new models are judged against the board and the reference and enter the judge
 leaderboard; every refusal changes nothing."""
 import csv
+import io
 from datetime import timedelta
 from unittest import mock
 
@@ -222,6 +223,38 @@ def test_the_test_set_and_its_template_let_an_outsider_answer_by_instance_id(
         body = submit(client, open_project.slug, "\n".join(other) + "\n").json()
     assert body["matched"] == 1 and body["unmatched"] == [
         [1, f"instance {board[0].pk} has another instruction"], [2, "no instance 999999 here"]]
+
+
+def test_leaderboard_template_csv_neutralises_formula_cells(
+        open_project, board, token, fake_server, django_capture_on_commit_callbacks):
+    """Instructions and categories that a spreadsheet would run as formulas get a leading "'" in
+    template.csv (OWASP's CSV injection rule); the filled-in template still matches its instances."""
+    formulas = ['=HYPERLINK("https://evil.example.org","click")', "+1+2", "-2+3 cats?", "@SUM(A1:A2)"]
+    for instance, instruction in zip(board, formulas):
+        instance.instruction = instruction
+        instance.save(update_fields=["instruction"])
+    family = board[0].family
+    family.name = "\t=1+1"
+    family.save(update_fields=["name"])
+    board.append(judged_instance(open_project))
+    board[3].instruction = "\r@cmd"
+    board[3].save(update_fields=["instruction"])
+    client = outsider(token)
+    template = client.get(f"/api/leaderboard/{open_project.slug}/template.csv")
+    rows = list(csv.DictReader(io.StringIO(template.content.decode(), newline="")))
+    by_id = {int(row["instance_id"]): row for row in rows}
+    assert [by_id[instance.pk]["instruction"] for instance in board] == [
+        "'=HYPERLINK(\"https://evil.example.org\",\"click\")", "'+1+2", "'-2+3 cats?", "'\r@cmd"]
+    assert by_id[board[0].pk]["instruction_category"] == "'\t=1+1"
+    # Uploaded back as it was downloaded, the neutralised instructions match their instances.
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["instance_id", "instruction", "instruction_category", "lab-vlm prediction"])
+    for n, row in enumerate(rows):
+        writer.writerow([row["instance_id"], row["instruction"], row["instruction_category"], f"Answer {n}."])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = submit(client, open_project.slug, buffer.getvalue())
+    assert response.status_code == 202 and response.json()["matched"] == len(rows), response.content
 
 
 def test_a_name_differing_only_in_case_is_taken(open_project, board, token):

@@ -195,3 +195,44 @@ def test_cider_runs_without_java(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("[")
+
+
+# An empty model output (nothing but whitespace) has a defined score in every metric: 0.0 for the
+# metrics that compare it with the reference and for the length, the seeded draw for the random
+# baseline, which ignores the text. bert-score 0.3.13 with transformers 5 used to raise
+# AttributeError on it, which stopped metric_agreement and the board's metric runs.
+EXPECTED_EMPTY_SCORE = {"bleu4": 0.0, "rougeL": 0.0, "meteor": 0.0, "cider": 0.0, "bertscore": 0.0, "length": 0.0}
+
+
+@pytest.mark.parametrize("name", list(METRICS))
+def test_every_metric_scores_an_empty_candidate(name):
+    metric = make_metric(name, seed=3)
+    candidates = ["", CANDIDATE, " \n\t", JA_CANDIDATE]
+    references = [REFERENCE, REFERENCE, REFERENCE, JA_REFERENCE]
+    languages = ["en", "en", "en", "ja"]
+    scores = metric.score(candidates, references, languages)
+    assert scores.shape == (4,) and np.isfinite(scores).all()
+    if name == "random":
+        # Blind to the text: the same draws as for any other candidates.
+        np.testing.assert_array_equal(scores, make_metric(name, seed=3).score(["a", "b", "c", "d"], references,
+                                                                                   languages))
+        assert metric.empty_score is None
+    else:
+        assert metric.empty_score == EXPECTED_EMPTY_SCORE[name]
+        assert scores[0] == scores[2] == EXPECTED_EMPTY_SCORE[name]
+        assert scores[1] > 0 and scores[3] > 0
+    # The texts beside an empty one score as they do alone (CIDEr: over the same set of references).
+    if name not in ("cider", "random"):
+        alone = metric.score([CANDIDATE, JA_CANDIDATE], [REFERENCE, JA_REFERENCE], ["en", "ja"])
+        assert scores[[1, 3]] == pytest.approx(alone)
+
+
+def test_bertscore_scores_an_empty_and_a_normal_candidate(bertscore_metric):
+    """bert-score and the installed transformers work together, empty candidate included."""
+    import bert_score
+    import transformers
+
+    assert bert_score.__version__ and transformers.__version__
+    scores = bertscore_metric.score(["", "a cat"], ["a cat", "a cat"], ["en", "en"])
+    assert scores[0] == 0.0
+    assert scores[1] == pytest.approx(1.0, abs=1e-5)

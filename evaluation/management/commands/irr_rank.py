@@ -7,6 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from crowdbench.csv_cells import frame_to_csv
 from evaluation.rankers.registry import RANKERS, make_ranker, ranker_class
 from evaluation.rankers.uploaded import UploadedScoresError
 from evaluation.selectors import review_items
@@ -86,7 +87,7 @@ class Command(BaseCommand):
         finally:
             bar.close()
         if out is not None:
-            outcome.scores.to_csv(out, index=False)
+            frame_to_csv(outcome.scores, out, index=False)
         for missing in outcome.unscored:
             self.stderr.write(f"review set {missing.item_id}: not scored: {missing.reason}")
         models = ", ".join(sorted(map(str, outcome.scores["model"].unique()))) or "-"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from crowdbench.csv_cells import frame_to_csv
 from evaluation.core import irr
 
 
@@ -84,7 +85,7 @@ class Command(BaseCommand):
         csv_dir = Path(options["csv_dir"]) if options["csv_dir"] else None
         if csv_dir is not None:
             for name, frame in irr.report_tables(report).items():
-                outputs[csv_dir / f"{name}.csv"] = frame.to_csv(index=False).encode("utf-8")
+                outputs[csv_dir / f"{name}.csv"] = frame_to_csv(frame, index=False).encode("utf-8")
         if options["plot_path"]:
             buffer = io.BytesIO()
             irr.plot_sweep(report, buffer)
