@@ -14,6 +14,7 @@ from django.db import transaction
 
 from datasets_app.demo import create_demo_data
 from datasets_app.models import AcceptedReference, Instance, InstructionFamily, ReferenceCandidate, ReviewSet
+from projects.services import unassigned_project
 
 from . import services
 from .models import CollectionRound
@@ -21,19 +22,22 @@ from .models import CollectionRound
 DEMO_PREFIX = "Demo: "
 
 
-def _caption_targets() -> list[Instance]:
-    return list(Instance.objects.filter(status=Instance.Status.AWAITING_CAPTION).order_by("id")[:3])
+def _caption_targets(project) -> list[Instance]:
+    return list(Instance.objects.filter(family__project=project, status=Instance.Status.AWAITING_CAPTION)
+                .order_by("id")[:3])
 
 
-def _verification_targets() -> list[ReferenceCandidate]:
-    return list(ReferenceCandidate.objects.filter(verifications__isnull=True).order_by("id")[:3])
+def _verification_targets(project) -> list[ReferenceCandidate]:
+    return list(ReferenceCandidate.objects.filter(instance__family__project=project, verifications__isnull=True)
+                .order_by("id")[:3])
 
 
-def _pairwise_targets() -> list[tuple]:
+def _pairwise_targets(project) -> list[tuple]:
     """Every pair of the instance's model outputs and its accepted reference, for each demo instance
     with outputs: enough battles among several models for Elo and Bradley–Terry."""
     targets = []
-    for instance in Instance.objects.filter(model_outputs__isnull=False).distinct().order_by("id"):
+    for instance in Instance.objects.filter(family__project=project, model_outputs__isnull=False).distinct() \
+            .order_by("id"):
         sides = list(instance.model_outputs.order_by("model_name"))
         reference = AcceptedReference.objects.filter(instance=instance).first()
         for index, output in enumerate(sides):
@@ -43,18 +47,20 @@ def _pairwise_targets() -> list[tuple]:
     return targets
 
 
-def _review_sets(language: str) -> list[ReviewSet]:
+def _review_sets(project, language: str) -> list[ReviewSet]:
     return [
         review_set
-        for review_set in ReviewSet.objects.filter(language=language).order_by("id")[:5]
+        for review_set in ReviewSet.objects.filter(project=project, language=language).order_by("id")[:5]
         if review_set.reviews.count() == ReviewSet.REVIEWS_PER_SET
     ]
 
 
 @transaction.atomic
 def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dict[str, CollectionRound]:
-    """One open round per task type (ranking in English and in Japanese); the given users become
-    local workers. Calling it again returns the rounds made the first time."""
+    """One open round per task type (ranking in English and in Japanese) over the demo data of
+    ``project`` (the project ``unassigned`` when none is given), and nothing of any other project;
+    the given users become local workers. Calling it again returns the rounds made the first time."""
+    project = project if project is not None else unassigned_project()
     group, _created = Group.objects.get_or_create(name=settings.ANNOTATION_WORKER_GROUP)
     for user in worker_users:
         user.groups.add(group)
@@ -65,20 +71,20 @@ def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dic
             worker.save(update_fields=["languages"])
 
     create_demo_data(project=project)
-    family = InstructionFamily.objects.filter(seed_image_links__isnull=False).order_by("id").first()
+    family = InstructionFamily.objects.filter(project=project, seed_image_links__isnull=False).order_by("id").first()
     # title, language, workers per item, targets, estimated seconds per task (shown to workers)
     plans = {
         "instruction_generation": ("Write a new instruction", "en", 2, lambda: [family], 240),
-        "caption": ("Caption images for an instruction", "en", 1, _caption_targets, 150),
-        "verification": ("Check answers", "en", 3, _verification_targets, 60),
-        "pairwise": ("Which response is better?", "en", 5, _pairwise_targets, 45),
-        "ranking": ("Rank image reviews", "en", 3, lambda: _review_sets("en"), 90),
-        "ranking_ja": ("画像レビューの順位付け", "ja", 3, lambda: _review_sets("ja"), 90),
+        "caption": ("Caption images for an instruction", "en", 1, lambda: _caption_targets(project), 150),
+        "verification": ("Check answers", "en", 3, lambda: _verification_targets(project), 60),
+        "pairwise": ("Which response is better?", "en", 5, lambda: _pairwise_targets(project), 45),
+        "ranking": ("Rank image reviews", "en", 3, lambda: _review_sets(project, "en"), 90),
+        "ranking_ja": ("画像レビューの順位付け", "ja", 3, lambda: _review_sets(project, "ja"), 90),
     }
     rounds = {}
     for key, (title, language, workers_per_item, targets, estimate) in plans.items():
         name = DEMO_PREFIX + title
-        existing = CollectionRound.objects.filter(name=name).first()
+        existing = CollectionRound.objects.filter(project=project, name=name).first()
         if existing is not None:
             rounds[key] = existing
             continue

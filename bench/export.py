@@ -73,7 +73,7 @@ def build_database(database: Path, sizes: list[int]) -> None:
             numbers = range(start, min(start + 5000, size))
             layout = [(n, 2 if n % MULTI_EVERY == 0 else 1) for n in numbers]
             images = Image.objects.bulk_create(
-                Image(url=f"https://images.example.org/{size}/{n}/{p}.jpg", license="CC-BY-4.0",
+                Image(project=project, url=f"https://images.example.org/{size}/{n}/{p}.jpg", license="CC-BY-4.0",
                       creator=f"creator {n}", source_url=f"https://source.example.org/{n}")
                 for n, count in layout for p in range(count))
             instances = Instance.objects.bulk_create(

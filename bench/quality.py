@@ -57,8 +57,12 @@ def build_pairs(n: int):
     from datasets_app.instance_status import new_instance
     from datasets_app.models import Image, Instance, InstanceImage, InstructionFamily, ModelOutput, Source
 
-    family = InstructionFamily.objects.create(name=f"Bench family {InstructionFamily.objects.count()}")
-    image = Image.objects.create(url=f"https://images.example.org/bench-{family.pk}.png", license="CC0-1.0")
+    from projects.services import unassigned_project
+
+    project = unassigned_project()
+    family = InstructionFamily.objects.create(project=project, name=f"Bench family {InstructionFamily.objects.count()}")
+    image = Image.objects.create(project=project, url=f"https://images.example.org/bench-{family.pk}.png",
+                                 license="CC0-1.0")
     start = Instance.objects.count()
     instances = Instance.objects.bulk_create(
         new_instance(family=family, instruction=f"What is shown in scene {start + k}?",

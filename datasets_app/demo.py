@@ -27,6 +27,8 @@ from .models import (
     Source,
     Verification,
 )
+from projects.services import unassigned_project
+
 from .services import store_image
 
 DEMO_LICENSE = "CC0-1.0"
@@ -57,9 +59,9 @@ def draw_scene(shapes: list[Shape], *, size=(320, 240), background="white") -> b
     return buffer.getvalue()
 
 
-def _image(shapes: list[Shape], category: str = ""):
+def _image(project, shapes: list[Shape], category: str = ""):
     return store_image(
-        content=draw_scene(shapes), license=DEMO_LICENSE, creator=DEMO_CREATOR, category=category
+        project=project, content=draw_scene(shapes), license=DEMO_LICENSE, creator=DEMO_CREATOR, category=category
     )
 
 
@@ -145,11 +147,14 @@ REVIEWS = {
 
 @transaction.atomic
 def create_demo_data(*, project=None) -> dict[str, int]:
-    """Create the demo families, instances and review sets once (in ``project``); returns what exists."""
+    """Create the demo families, instances and review sets once in ``project`` (the project
+    ``unassigned`` when none is given); returns what the project holds. Names are looked up in
+    the project only: other projects' rows are neither read nor changed."""
+    project = project if project is not None else unassigned_project()
     counting, created = InstructionFamily.objects.get_or_create(
+        project=project,
         name="Shape questions",
         defaults=dict(
-            project=project,
             description="Questions about the shapes, colours and layout of a simple scene.",
             origin=InstructionFamily.Origin.NEW,
             seed_instruction="How many shapes are in the picture, and which one is the largest?",
@@ -157,15 +162,15 @@ def create_demo_data(*, project=None) -> dict[str, int]:
         ),
     )
     if created:
-        FamilySeedImage.objects.create(family=counting, image=_image(SCENES["three"]), position=0)
+        FamilySeedImage.objects.create(family=counting, image=_image(project, SCENES["three"]), position=0)
         for scene, instruction, caption, reference in SINGLE_INSTANCES:
             _demo_instance(counting, [SCENES[scene]], instruction, [caption], reference)
         _pipeline_instances(counting)
 
     differences, created = InstructionFamily.objects.get_or_create(
+        project=project,
         name="Spot the change",
         defaults=dict(
-            project=project,
             description="Two versions of a scene: say what changed between BEFORE and AFTER.",
             is_multi_image=True,
             origin=InstructionFamily.Origin.NEW,
@@ -174,8 +179,8 @@ def create_demo_data(*, project=None) -> dict[str, int]:
         ),
     )
     if created:
-        FamilySeedImage.objects.create(family=differences, image=_image(SCENES["three"]), position=0)
-        FamilySeedImage.objects.create(family=differences, image=_image(SCENE_AFTER), position=1)
+        FamilySeedImage.objects.create(family=differences, image=_image(project, SCENES["three"]), position=0)
+        FamilySeedImage.objects.create(family=differences, image=_image(project, SCENE_AFTER), position=1)
         _demo_instance(
             differences,
             [SCENES["three"], SCENE_AFTER],
@@ -189,9 +194,10 @@ def create_demo_data(*, project=None) -> dict[str, int]:
 
     for index, (language, texts) in enumerate(REVIEWS.items(), start=1):
         review_set, created = ReviewSet.objects.get_or_create(
+            project=project,
             external_id=f"demo-{index}",
             language=language,
-            defaults=dict(image=_image(SCENES["three"], category="art"), category="art", project=project),
+            defaults=dict(image=_image(project, SCENES["three"], category="art"), category="art"),
         )
         if created:
             Review.objects.bulk_create(
@@ -199,14 +205,14 @@ def create_demo_data(*, project=None) -> dict[str, int]:
                 for rank, text in enumerate(texts, start=1)
             )
     return {
-        "families": InstructionFamily.objects.count(),
-        "instances": Instance.objects.count(),
-        "review_sets": ReviewSet.objects.count(),
+        "families": InstructionFamily.objects.filter(project=project).count(),
+        "instances": Instance.objects.filter(family__project=project).count(),
+        "review_sets": ReviewSet.objects.filter(project=project).count(),
     }
 
 
 def _bare_instance(family, scenes, instruction, status) -> Instance:
-    images = [_image(shapes) for shapes in scenes]
+    images = [_image(family.project, shapes) for shapes in scenes]
     instance = instance_status.create_instance(
         family=family,
         instruction=instruction,

@@ -42,10 +42,9 @@ class InstructionFamily(models.Model):
         REPURPOSED = "repurposed", "Repurposed from a dataset"
         UNSPECIFIED = "", "Unspecified"
 
-    name = models.CharField(max_length=200, unique=True)
-    project = models.ForeignKey(
-        "projects.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="families"
-    )
+    # Unique within its project: two projects may each import the same published sheet.
+    name = models.CharField(max_length=200)
+    project = models.ForeignKey("projects.Project", on_delete=models.PROTECT, related_name="families")
     description = models.TextField(blank=True)
     is_multi_image = models.BooleanField(default=False)
     origin = models.CharField(max_length=20, choices=Origin.choices, blank=True, default="")
@@ -65,7 +64,8 @@ class InstructionFamily(models.Model):
             models.CheckConstraint(
                 condition=Q(origin="repurposed") | Q(source_dataset=""),
                 name="family_source_dataset_only_when_repurposed",
-            )
+            ),
+            models.UniqueConstraint(fields=["project", "name"], name="family_name_unique_per_project"),
         ]
 
     def __str__(self) -> str:
@@ -76,8 +76,13 @@ class InstructionFamily(models.Model):
 
 
 class Image(models.Model):
-    """An image, stored on our side (file) or referenced (URL), with its license."""
+    """An image, stored on our side (file) or referenced (URL), with its license.
 
+    An image belongs to one project, like the instances, seed examples and review sets that show it:
+    the same URL or file in two projects is two rows.
+    """
+
+    project = models.ForeignKey("projects.Project", on_delete=models.PROTECT, related_name="images")
     file = models.ImageField(upload_to="images/%Y/%m/", blank=True)
     url = models.URLField(max_length=1000, blank=True)
     sha256 = models.CharField(max_length=64, blank=True, db_index=True)
@@ -97,7 +102,7 @@ class Image(models.Model):
                 condition=~Q(file="") | ~Q(url=""), name="image_has_file_or_url"
             ),
             models.UniqueConstraint(
-                fields=["url"], condition=~Q(url=""), name="image_url_unique_when_set"
+                fields=["project", "url"], condition=~Q(url=""), name="image_url_unique_per_project"
             ),
         ]
 
@@ -161,8 +166,8 @@ class Instance(models.Model):
     )
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.CROWD)
     # Identity of the content (family + instruction + ordered image URLs/checksums): re-importing
-    # the same row finds the same instance instead of adding a copy.
-    content_key = models.CharField(max_length=64, unique=True)
+    # the same row into the same family finds the same instance instead of adding a copy.
+    content_key = models.CharField(max_length=64, db_index=True)
     dataset_reference = models.TextField(
         blank=True, help_text="The answer given by the source dataset (repurposed families)."
     )
@@ -183,7 +188,8 @@ class Instance(models.Model):
             models.CheckConstraint(
                 condition=Q(status="discarded") | Q(discard_reason=""),
                 name="instance_discard_reason_only_when_discarded",
-            )
+            ),
+            models.UniqueConstraint(fields=["family", "content_key"], name="instance_content_unique_per_family"),
         ]
 
     def __str__(self) -> str:
@@ -369,9 +375,7 @@ class ReviewSet(models.Model):
     REVIEWS_PER_SET = 5
 
     external_id = models.CharField(max_length=200, blank=True, db_index=True)
-    project = models.ForeignKey(
-        "projects.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="review_sets"
-    )
+    project = models.ForeignKey("projects.Project", on_delete=models.PROTECT, related_name="review_sets")
     image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="review_sets")
     category = models.CharField(max_length=200, blank=True)
     language = models.CharField(max_length=8, choices=Language.choices)
@@ -385,9 +389,9 @@ class ReviewSet(models.Model):
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["external_id", "language"],
+                fields=["project", "external_id", "language"],
                 condition=~Q(external_id=""),
-                name="review_set_external_id_per_language",
+                name="review_set_external_id_per_project_and_language",
             )
         ]
 

@@ -197,7 +197,6 @@ def generate_review_sets(
     client: LLMClient | None = None,
     on_requests: Callable[[int], object] | None = None,
     progress: Callable[[LLMResult], object] | None = None,
-    project=None,
 ) -> GenerationReport:
     """Ask the model for five reviews per (image, language) not generated yet, and store them.
 
@@ -205,7 +204,7 @@ def generate_review_sets(
     a ``seed`` (sent to the server) makes new requests and so new answers.
     ``on_requests(n)`` is told how many requests a batch is about to send (first pass, then the
     retries) and ``progress(result)`` is called per finished request, for a progress bar.
-    The sets are stored in ``project`` when given. The requests are charged to ``run`` when given (its
+    Each set is stored in its image's project. The requests are charged to ``run`` when given (its
     cap applies), otherwise to a new run capped at ``budget_usd``.
     Raises ``LLMNotConfigured`` (nothing written) when no LLM server or model is set.
     """
@@ -245,18 +244,18 @@ def generate_review_sets(
         reject_reason="unusable review answer",
     )
     for answer in answers:
-        review_set = _store(answer, model_name=model_name, project=project)
+        review_set = _store(answer, model_name=model_name)
         report.review_set_ids.append(review_set.pk)
         report.created += 1
     return step.finish()
 
 
 @transaction.atomic
-def _store(answer: Answer, *, model_name: str, project=None) -> ReviewSet:
+def _store(answer: Answer, *, model_name: str) -> ReviewSet:
     image, language = answer.job.subject
     prompt = answer.job.prompt
     review_set = ReviewSet(
-        project=project, image=image, category=image.category, language=language, source=Source.LLM,
+        project_id=image.project_id, image=image, category=image.category, language=language, source=Source.LLM,
         generator_model=model_name, prompt_template=prompt.template_name,
         prompt_template_version=prompt.template_version,
     )

@@ -10,6 +10,8 @@ from typing import IO, Iterator
 from django.core.files.base import ContentFile
 from django.db import transaction
 
+from projects.services import unassigned_project
+
 from . import instance_status
 from .licenses import normalise_license
 from .models import (
@@ -63,39 +65,32 @@ class ImportReport:
 
 
 def import_visitbench_file(*, path: str | Path, project=None, image_license: str = "") -> ImportReport:
-    """Import a published VisIT-Bench CSV, atomically and idempotently.
+    """Import a published VisIT-Bench CSV into ``project``, atomically and idempotently.
 
     The whole file is parsed and validated before anything is written, and the writes run in one
-    transaction: a bad file changes nothing. Rows whose instance already exists are skipped.
-    New families belong to ``project``; a family of another project is refused. ``image_license``
-    is recorded for new images under its identifier (``datasets_app.licenses``; the published sheets
-    carry none per image; VisIT-Bench states CC BY 4.0 for its release), so releases can tell which
-    images they may redistribute; an unknown license is refused (``UnknownLicense``) before the file
-    is read.
+    transaction: a bad file changes nothing. Families, instances and images are looked up and
+    created within the project only (another project may hold the same sheet), so rows whose
+    instance already exists in the project are skipped. Without a project the rows go to the
+    project ``unassigned``. ``image_license`` is recorded for new images under its identifier
+    (``datasets_app.licenses``; the published sheets carry none per image; VisIT-Bench states
+    CC-BY-4.0 for its release), so releases can tell which images they may redistribute; an unknown
+    license is refused (``UnknownLicense``) before the file is read.
     """
     image_license = normalise_license(image_license)
     path = str(path)
     schema, rows = read_visitbench_csv(path)
     with transaction.atomic():
+        project = project if project is not None else unassigned_project()
         counts = {"created": 0, "skipped": 0, "families": 0, "images": 0}
         families: dict[str, InstructionFamily] = {}
         for row in rows:
             family = families.get(row.family)
             if family is None:
                 family, created = InstructionFamily.objects.get_or_create(
-                    name=row.family, defaults={"is_multi_image": row.is_multi_image, "project": project}
+                    project=project, name=row.family, defaults={"is_multi_image": row.is_multi_image}
                 )
                 counts["families"] += created
                 families[row.family] = family
-            if family.project_id != (project.pk if project is not None else None):
-                raise VisitBenchFormatError(
-                    path,
-                    f"family '{row.family}' exists in "
-                    + (f"project '{family.project.slug}'" if family.project_id else "no project")
-                    + (f", not in '{project.slug}'" if project is not None else ""),
-                    row=row.row_number,
-                    column="instruction_category",
-                )
             if family.is_multi_image != row.is_multi_image:
                 kind = "multi-image" if family.is_multi_image else "single-image"
                 raise VisitBenchFormatError(
@@ -105,7 +100,7 @@ def import_visitbench_file(*, path: str | Path, project=None, image_license: str
                     column="is_multiple_images" if schema == MULTI_IMAGE else "instruction_category",
                 )
             key = Instance.compute_content_key(row.family, row.instruction, row.image_urls)
-            if Instance.objects.filter(content_key=key).exists():
+            if Instance.objects.filter(family=family, content_key=key).exists():
                 counts["skipped"] += 1
                 continue
             counts["images"] += _create_imported_instance(
@@ -141,7 +136,9 @@ def _create_imported_instance(
         discard_reason=OUTCOME_TO_DISCARD_REASON[outcome] if rejected else "",
     )
     for position, url in enumerate(row.image_urls):
-        image, created = Image.objects.get_or_create(url=url, defaults={"license": image_license})
+        image, created = Image.objects.get_or_create(
+            project_id=family.project_id, url=url, defaults={"license": image_license}
+        )
         images_created += created
         InstanceImage.objects.create(instance=instance, image=image, position=position)
     Caption.objects.bulk_create(
@@ -273,17 +270,20 @@ def iter_exported_instances(instances, *, chunk_rows: int = EXPORT_CHUNK_ROWS) -
             )
 
 
-def iter_visitbench_rows(*, schema: str) -> Iterator[VisitBenchRow]:
+def iter_visitbench_rows(*, schema: str, project=None) -> Iterator[VisitBenchRow]:
     instances = Instance.objects.filter(family__is_multi_image=(schema == MULTI_IMAGE))
+    if project is not None:
+        instances = instances.filter(family__project=project)
     for exported in iter_exported_instances(instances):
         yield exported.row
 
 
-def export_visitbench(*, handle: IO[str], schema: str) -> int:
-    """Write every instance of one split in its published schema; returns the row count."""
+def export_visitbench(*, handle: IO[str], schema: str, project=None) -> int:
+    """Write every instance of one split (of ``project``, when given) in its published schema;
+    returns the row count."""
     if schema not in (SINGLE_IMAGE, MULTI_IMAGE):
         raise ValueError(f"unknown schema {schema!r}")
-    return write_visitbench_csv(handle, schema, iter_visitbench_rows(schema=schema))
+    return write_visitbench_csv(handle, schema, iter_visitbench_rows(schema=schema, project=project))
 
 
 # --- images ------------------------------------------------------------------------------------
@@ -479,18 +479,19 @@ def inspect_image_bytes(content: bytes) -> tuple[str, int, int]:
 
 
 def store_image(
-    *, content: bytes, license: str, creator: str = "", source_url: str = "", category: str = ""
+    *, project, content: bytes, license: str, creator: str = "", source_url: str = "", category: str = ""
 ) -> Image:
-    """Validate and store an image file without its metadata; the same stored bytes are kept once
-    (matched by the SHA-256 of the stored bytes, which is what the image records). ``license`` is
-    stored under its identifier; an unknown one is refused (``UnknownLicense``)."""
+    """Validate and store an image file of ``project`` without its metadata; the same stored bytes
+    are kept once per project (matched by the SHA-256 of the stored bytes, which is what the image
+    records). ``license`` is stored under its identifier; an unknown one is refused (``UnknownLicense``)."""
     license = normalise_license(license)
     clean = clean_image_bytes(content)
     digest = clean.sha256
-    existing = Image.objects.filter(sha256=digest).exclude(file="").first()
+    existing = Image.objects.filter(project=project, sha256=digest).exclude(file="").first()
     if existing is not None:
         return existing
     image = Image(
+        project=project,
         sha256=digest,
         size_bytes=len(clean.content),
         width=clean.width,
@@ -524,7 +525,9 @@ class ReviewImportReport:
 
 
 def import_review_sets_file(*, path: str | Path, project=None, image_paths: bool = True) -> ReviewImportReport:
-    """Import IRR review sets (CSV or JSONL), atomically; sets already present are skipped.
+    """Import IRR review sets (CSV or JSONL) with their images into ``project`` (the project
+    ``unassigned`` when none is given), atomically; sets already present in the project are
+    skipped, whatever other projects hold.
 
     Every record, including its image file, is validated before anything is written.
     """
@@ -541,24 +544,19 @@ def import_review_sets_file(*, path: str | Path, project=None, image_paths: bool
             image_bytes[record.row_number] = content
     created = skipped = 0
     with transaction.atomic():
+        project = project if project is not None else unassigned_project()
         for record in records:
-            existing = ReviewSet.objects.filter(external_id=record.item_id, language=record.language).first()
-            if existing is not None:
-                if existing.project_id != (project.pk if project is not None else None):
-                    raise ReviewSetFormatError(
-                        path, f"review set '{record.item_id}' ({record.language}) belongs to another project",
-                        row=record.row_number, column="item_id",
-                    )
+            if ReviewSet.objects.filter(project=project, external_id=record.item_id, language=record.language).exists():
                 skipped += 1
                 continue
             if record.row_number in image_bytes:
                 image = store_image(
-                    content=image_bytes[record.row_number], license=record.license,
+                    project=project, content=image_bytes[record.row_number], license=record.license,
                     creator=record.creator, source_url=record.source_url, category=record.category,
                 )
             else:
                 image, _ = Image.objects.get_or_create(
-                    url=record.image_url,
+                    project=project, url=record.image_url,
                     defaults=dict(license=record.license, creator=record.creator,
                                   source_url=record.source_url, category=record.category),
                 )

@@ -157,9 +157,11 @@ def _license(name: str, row: int, raw: dict) -> str:
         raise InputFileError(name, exc.message, row=row, column="license") from None
 
 
-def read_families(name: str, text: str) -> list[FamilyRecord]:
+def read_families(name: str, text: str, *, project) -> list[FamilyRecord]:
     """Families as JSON lines: name, description, multi_image (true/false), seed_instruction,
-    seed_response, seed_image_urls (list of http(s) URLs), license (of the seed images)."""
+    seed_response, seed_image_urls (list of http(s) URLs), license (of the seed images). A name is
+    refused when the file repeats it or ``project`` has a family of that name; other projects'
+    names are neither consulted nor shown."""
     records, names = [], set()
     check_url = ImportURLChecker()
     lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
@@ -204,7 +206,7 @@ def read_families(name: str, text: str) -> list[FamilyRecord]:
             seed_response=_text(name, number, raw, "seed_response", limit=20000, required=True),
             seed_image_urls=checked, license=_license(name, number, raw),
         )
-        if record.name in names or InstructionFamily.objects.filter(name=record.name).exists():
+        if record.name in names or InstructionFamily.objects.filter(project=project, name=record.name).exists():
             raise InputFileError(name, f"a family named {record.name!r} already exists", row=number, column="name")
         names.add(record.name)
         records.append(record)
@@ -219,7 +221,7 @@ def import_families_upload(*, project, upload) -> FamilyImportReport:
             text = path.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError as error:
             raise InputFileError(str(path), f"not UTF-8 text ({error.reason})") from None
-        records = read_families(name, text)
+        records = read_families(name, text, project=project)
     report = FamilyImportReport(path=name)
     with transaction.atomic():
         for record in records:
@@ -231,8 +233,8 @@ def import_families_upload(*, project, upload) -> FamilyImportReport:
             family.full_clean()
             family.save()
             for position, url in enumerate(record.seed_image_urls):
-                image = Image.objects.filter(url=url, file="").first() or Image.objects.create(
-                    url=url, license=record.license)
+                image = Image.objects.filter(project=project, url=url, file="").first() or Image.objects.create(
+                    project=project, url=url, license=record.license)
                 FamilySeedImage.objects.create(family=family, image=image, position=position)
             report.created.append(family.name)
     return report

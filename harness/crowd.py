@@ -29,7 +29,9 @@ def build_round(*, items: int, overlap: int, workers: int, name: str = "Load"):
     from datasets_app.instance_status import new_instance
     from datasets_app.models import Instance, InstructionFamily, ModelOutput, Source
 
-    family = InstructionFamily.objects.create(name=f"{name} family", description="Load bench.",
+    from projects.services import unassigned_project
+
+    family = InstructionFamily.objects.create(project=unassigned_project(), name=f"{name} family", description="Load bench.",
                                               seed_instruction="Describe the scene.", seed_response="A scene.")
     instances = Instance.objects.bulk_create([
         new_instance(family=family, instruction=f"Describe scene {n}.", source=Source.RESEARCHER,

@@ -5,7 +5,7 @@ members of none, see nothing. Every researcher-facing read goes through ``projec
 """
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from annotation.models import Assignment, CollectionRound, WorkItem
 from datasets_app.models import Image, Instance, InstructionFamily, ModelOutput, ReviewSet
@@ -67,12 +67,9 @@ def rounds_for_user(user):
 
 
 def images_of_projects(projects) -> QuerySet[Image]:
-    """Images shown by an instance, a family's seed example or a review set of ``projects``."""
-    return Image.objects.filter(
-        Q(pk__in=Instance.images.through.objects.filter(instance__family__project__in=projects).values("image"))
-        | Q(pk__in=InstructionFamily.seed_images.through.objects.filter(family__project__in=projects).values("image"))
-        | Q(pk__in=ReviewSet.objects.filter(project__in=projects).values("image"))
-    )
+    """Images of ``projects`` (each image belongs to one project, like the instances, seed examples
+    and review sets that show it)."""
+    return Image.objects.filter(project__in=projects)
 
 
 def images_for_user(user) -> QuerySet[Image]:
@@ -92,11 +89,11 @@ def releases_for_user(user) -> QuerySet[Release]:
 
 
 def project_of(obj) -> Project | None:
-    """The project that owns a family, instance, model output, review set, round, work item,
+    """The project that owns a family, image, instance, model output, review set, round, work item,
     assignment or release."""
     if isinstance(obj, Project):
         return obj
-    if isinstance(obj, (InstructionFamily, ReviewSet, CollectionRound, Release)):
+    if isinstance(obj, (InstructionFamily, ReviewSet, Image, CollectionRound, Release)):
         return obj.project
     if isinstance(obj, Instance):
         return obj.family.project

@@ -74,3 +74,18 @@ def _refuse_losing_last_owner(*, project: Project, user) -> None:
     owners = Membership.objects.select_for_update().filter(project=project, role=Membership.Role.OWNER)
     if not owners.exclude(user=user).exists():
         raise ProjectConflict(f"'{project.slug}' needs at least one owner.")
+
+
+# Data loaded without naming a project (a command run without --project, rows from before every
+# row had a project) goes here: a project like any other, with no members until a superuser adds some.
+UNASSIGNED_SLUG = "unassigned"
+UNASSIGNED_NAME = "Unassigned data"
+UNASSIGNED_DESCRIPTION = "Data loaded without naming a project."
+
+
+def unassigned_project() -> Project:
+    """The project of data loaded without a project, created on first use."""
+    project, _created = Project.objects.get_or_create(
+        slug=UNASSIGNED_SLUG, defaults={"name": UNASSIGNED_NAME, "description": UNASSIGNED_DESCRIPTION}
+    )
+    return project

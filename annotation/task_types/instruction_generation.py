@@ -234,6 +234,7 @@ class InstructionGeneration(TaskType):
         for index, entry in enumerate(payload["images"]):
             if "image_url" in entry:
                 image, _created = Image.objects.get_or_create(
+                    project_id=family.project_id,
                     url=entry["image_url"],
                     defaults={
                         "license": entry["license"],
@@ -244,6 +245,7 @@ class InstructionGeneration(TaskType):
                 image_keys.append(image.url)
             else:
                 image = store_image(
+                    project=family.project,
                     content=uploads[f"_image_content_{index}"],
                     license=entry["license"],
                     creator=entry["creator"],
@@ -252,7 +254,7 @@ class InstructionGeneration(TaskType):
                 image_keys.append(image.sha256)
             images.append(image)
         content_key = Instance.compute_content_key(family.name, payload["instruction"], image_keys)
-        if Instance.objects.filter(content_key=content_key).exists():
+        if Instance.objects.filter(family=family, content_key=content_key).exists():
             raise ValidationError(_("This instruction with this image already exists in the benchmark."))
         try:
             with transaction.atomic():

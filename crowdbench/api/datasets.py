@@ -12,12 +12,10 @@ from rest_framework.response import Response
 from datasets_app.licenses import normalise_license
 from datasets_app.uploads import import_predictions_upload
 from datasets_app.models import Image, Instance, InstructionFamily, Language, ModelOutput, Review, ReviewSet
-from projects.models import Project
 from projects.permissions import IsResearcher
 from projects.selectors import (
     families_for_user,
     images_for_user,
-    images_of_projects,
     instances_for_user,
     model_outputs_for_user,
     review_sets_for_user,
@@ -89,11 +87,12 @@ class InstanceViewSet(ResearcherAPIMixin, viewsets.ReadOnlyModelViewSet):
 
 
 class ImageSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     url = serializers.SerializerMethodField(help_text="Where the image is published (our copy for stored files).")
 
     class Meta:
         model = Image
-        fields = ["id", "url", "sha256", "size_bytes", "width", "height", "license", "creator", "source_url",
+        fields = ["id", "project", "url", "sha256", "size_bytes", "width", "height", "license", "creator", "source_url",
                   "category", "created_at"]
 
     def get_url(self, image) -> str:
@@ -104,7 +103,7 @@ class ImageSerializer(serializers.ModelSerializer):
 
 
 class ImageFilter(django_filters.FilterSet):
-    project = django_filters.CharFilter(method="in_project", help_text="Project slug.")
+    project = django_filters.CharFilter(field_name="project__slug", help_text="Project slug.")
     license = django_filters.CharFilter(
         method="with_license", help_text="License identifier (usual spellings such as 'CC BY 4.0' accepted; "
                                          "an unknown license is a 400 naming the accepted ones).")
@@ -113,22 +112,19 @@ class ImageFilter(django_filters.FilterSet):
         model = Image
         fields = ["project", "license", "category"]
 
-    def in_project(self, queryset, name, value):
-        return queryset.filter(pk__in=images_of_projects(Project.objects.filter(slug=value)).values("pk"))
-
     def with_license(self, queryset, name, value):
         return queryset.filter(license=normalise_license(value))
 
 
 class ImageViewSet(ResearcherAPIMixin, viewsets.ReadOnlyModelViewSet):
-    """Images shown by your projects' instances, families and review sets."""
+    """Images of your projects (shown by their instances, families and review sets)."""
 
     serializer_class = ImageSerializer
     filterset_class = ImageFilter
-    permission_classes = [IsResearcher]  # read-only; an image may be shown by several projects
+    permission_classes = [IsResearcher]  # read-only
 
     def get_queryset(self):
-        return images_for_user(self.request.user).order_by("id")
+        return images_for_user(self.request.user).select_related("project").order_by("id")
 
 
 class ReviewSerializer(serializers.ModelSerializer):

@@ -23,7 +23,7 @@ class GenerateReviews(StepKind):
 
     @staticmethod
     def _images(project):
-        return Image.objects.filter(review_sets__project=project).distinct().order_by("pk")
+        return Image.objects.filter(project=project, review_sets__project=project).distinct().order_by("pk")
 
     def pending(self, *, project, parameters=None) -> int:
         languages = (parameters or {}).get("languages") or [code for code, _ in Language.choices]
@@ -32,7 +32,6 @@ class GenerateReviews(StepKind):
 
     def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
         report = generate_review_sets(images=self._images(project), languages=parameters["languages"], model=model,
-                                      run=llm_run, progress=progress, on_requests=on_requests,
-                                      project=project)
+                                      run=llm_run, progress=progress, on_requests=on_requests)
         return outcome_of(report, subject=lambda failure: f"image {failure.image_id} ({failure.language})",
                           result={"review_set_ids": report.review_set_ids})

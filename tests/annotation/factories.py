@@ -26,6 +26,7 @@ from datasets_app.models import (
     Source,
 )
 from datasets_app.services import store_image
+from projects.services import unassigned_project
 
 _counter = itertools.count(1)
 
@@ -36,25 +37,31 @@ def png_bytes(color: str = "red", size=(64, 48)) -> bytes:
     return buffer.getvalue()
 
 
-def make_image(*, stored: bool = False, color: str = "red") -> Image:
+def make_image(*, stored: bool = False, color: str = "red", project=None) -> Image:
+    """An image of ``project`` (without one: of the project ``unassigned``, like data a command loads
+    without --project)."""
+    project = project or unassigned_project()
     n = next(_counter)
     if stored:
         # A distinct size per call keeps the bytes (and so the SHA-256) distinct.
-        return store_image(content=png_bytes(color, size=(40 + n, 30)), license="CC0-1.0", creator="tests")
-    return Image.objects.create(url=f"https://images.example.org/{n}.png", license="CC0-1.0", creator="tests")
+        return store_image(project=project, content=png_bytes(color, size=(40 + n, 30)), license="CC0-1.0",
+                           creator="tests")
+    return Image.objects.create(project=project, url=f"https://images.example.org/{n}.png", license="CC0-1.0",
+                                creator="tests")
 
 
 def make_family(*, name: str | None = None, multi: bool = False, stored_images: bool = False,
                 project=None) -> InstructionFamily:
     family = InstructionFamily.objects.create(
-        project=project,
+        project=project or unassigned_project(),
         name=name or f"Family {next(_counter)}",
         description="Questions about simple scenes.",
         is_multi_image=multi,
         seed_instruction="How many shapes are there?",
         seed_response="There are three shapes.",
     )
-    FamilySeedImage.objects.create(family=family, image=make_image(stored=stored_images), position=0)
+    FamilySeedImage.objects.create(family=family, image=make_image(stored=stored_images, project=family.project),
+                                   position=0)
     return family
 
 
@@ -64,7 +71,7 @@ def make_instance(
 ) -> Instance:
     family = family or make_family(multi=images > 1, stored_images=stored_images)
     instruction = instruction or f"Describe scene {next(_counter)}."
-    image_rows = [make_image(stored=stored_images) for _ in range(images)]
+    image_rows = [make_image(stored=stored_images, project=family.project) for _ in range(images)]
     instance = Instance.objects.create(
         family=family,
         instruction=instruction,
@@ -115,10 +122,12 @@ def make_reference(*, instance: Instance, text: str = "The reference answer.") -
     )
 
 
-def make_review_set(*, language: str = "en", stored_images: bool = False, texts: list[str] | None = None) -> ReviewSet:
+def make_review_set(*, language: str = "en", stored_images: bool = False, texts: list[str] | None = None,
+                    project=None) -> ReviewSet:
+    project = project or unassigned_project()
     review_set = ReviewSet.objects.create(
-        external_id=f"set-{next(_counter)}", image=make_image(stored=stored_images), category="art",
-        language=language,
+        project=project, external_id=f"set-{next(_counter)}", image=make_image(stored=stored_images, project=project),
+        category="art", language=language,
     )
     texts = texts or [f"Review level {rank}." for rank in range(1, 6)]
     for rank, text in enumerate(texts, start=1):

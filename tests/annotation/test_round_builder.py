@@ -217,14 +217,9 @@ def test_reference_candidates_without_a_verdict(project, other_project):
 
 
 def test_review_sets_of_the_round_language_only(project, other_project):
-    english = [make_review_set(language="en") for _ in range(2)]
-    japanese = make_review_set(language="ja")
-    stranger = make_review_set(language="en")
-    for review_set in [*english, japanese]:
-        review_set.project = project
-        review_set.save()
-    stranger.project = other_project
-    stranger.save()
+    english = [make_review_set(language="en", project=project) for _ in range(2)]
+    japanese = make_review_set(language="ja", project=project)
+    make_review_set(language="en", project=other_project)
     result = round_builder.plan_items(project=project, task_type="ranking", source="review_sets", params={},
                                       language="en")
     assert [spec.target for spec in result.specs] == english

@@ -102,12 +102,10 @@ def test_creating_a_round_with_bad_fields_is_refused_and_creates_nothing(world, 
 def test_adding_items_refuses_targets_of_other_projects_and_wrong_kinds_atomically(world, owner_api,
                                                                                    make_researcher):
     from projects.services import create_project
-    from tests.annotation.factories import make_instance, make_outputs
+    from tests.annotation.factories import make_family, make_instance, make_outputs
 
     other = create_project(name="Other", slug="other", owner=make_researcher("eve"))
-    foreign = make_instance()
-    foreign.family.project = other
-    foreign.family.save()
+    foreign = make_instance(family=make_family(project=other))
     foreign_a, foreign_b = make_outputs(instance=foreign, models=("x", "y"))
     round = world["round"]
     ours = list(ModelOutput.objects.filter(instance__family__project=world["project"])[:2])

@@ -57,9 +57,7 @@ def _judge(item, rng: random.Random) -> str:
 def judged_project(project, *, verified_per_family=(2, 1)) -> JudgedProject:
     targets = []
     for family_name, verified in zip(FAMILIES, verified_per_family):
-        family = make_family(name=f"{family_name} {project.slug}")
-        family.project = project
-        family.save()
+        family = make_family(name=f"{family_name} {project.slug}", project=project)
         for number in range(2):
             instance = make_instance(family=family)
             if number < verified:
@@ -89,10 +87,7 @@ def judged_project(project, *, verified_per_family=(2, 1)) -> JudgedProject:
     review_sets = []
     rankings = []
     for language, count in (("en", 2), ("ja", 1)):
-        sets = [make_review_set(language=language) for _ in range(count)]
-        for review_set in sets:
-            review_set.project = project
-            review_set.save()
+        sets = [make_review_set(language=language, project=project) for _ in range(count)]
         review_sets += sets
         rankings.append(make_round(task_type="ranking", targets=sets, workers_per_item=3, project=project,
                                    language=language))

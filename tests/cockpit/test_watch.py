@@ -77,9 +77,7 @@ def test_verification_agreement_is_the_majority_of_outcomes(project):
     from annotation import services
     from tests.annotation.factories import make_candidate, make_family, make_instance, make_round, make_worker
 
-    family = make_family(name="Reading")
-    family.project = project
-    family.save()
+    family = make_family(name="Reading", project=project)
     candidates = [make_candidate(instance=make_instance(family=family)) for _ in range(2)]
     round = make_round(task_type="verification", targets=candidates, workers_per_item=3, project=project)
     # The first reference gets 3/3 "correct", the second a 2/3 majority for "response_problem".

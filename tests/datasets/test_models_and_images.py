@@ -16,6 +16,7 @@ from datasets_app.models import (
     ReviewSet,
 )
 from datasets_app.services import ImageValidationError, store_image
+from projects.services import unassigned_project
 
 pytestmark = pytest.mark.django_db
 
@@ -33,11 +34,11 @@ def png_bytes(size=(8, 6), color="red", fmt="PNG"):
 
 def test_store_image_records_checksum_size_and_license_and_dedupes():
     content = png_bytes()
-    image = store_image(content=content, license="CC-BY-4.0", creator="Ada", source_url="https://example.org/x")
+    image = store_image(project=unassigned_project(), content=content, license="CC-BY-4.0", creator="Ada", source_url="https://example.org/x")
     assert (image.width, image.height, image.size_bytes) == (8, 6, len(content))
     assert len(image.sha256) == 64 and image.file.name.endswith(".png")
     assert image.license == "CC-BY-4.0"
-    assert store_image(content=content, license="CC-BY-4.0").pk == image.pk
+    assert store_image(project=unassigned_project(), content=content, license="CC-BY-4.0").pk == image.pk
     assert Image.objects.count() == 1
 
 
@@ -48,21 +49,21 @@ def test_store_image_records_checksum_size_and_license_and_dedupes():
 ])
 def test_store_image_rejects_bad_files(content, message):
     with pytest.raises(ImageValidationError, match=message):
-        store_image(content=content, license="CC0-1.0")
+        store_image(project=unassigned_project(), content=content, license="CC0-1.0")
     assert Image.objects.count() == 0
 
 
 def test_store_image_rejects_other_formats_and_oversize(settings):
     with pytest.raises(ImageValidationError, match="format BMP is not accepted"):
-        store_image(content=png_bytes(fmt="BMP"), license="CC0-1.0")
+        store_image(project=unassigned_project(), content=png_bytes(fmt="BMP"), license="CC0-1.0")
     settings.MAX_IMAGE_UPLOAD_BYTES = 10
     with pytest.raises(ImageValidationError, match="larger than"):
-        store_image(content=png_bytes(), license="CC0-1.0")
+        store_image(project=unassigned_project(), content=png_bytes(), license="CC0-1.0")
 
 
 def test_image_needs_a_file_or_url():
     with pytest.raises(IntegrityError), transaction.atomic():
-        Image.objects.create(license="CC0-1.0")
+        Image.objects.create(project=unassigned_project(), license="CC0-1.0")
 
 
 def test_one_output_per_model_and_instance_and_one_review_per_level():

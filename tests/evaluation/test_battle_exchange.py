@@ -22,7 +22,7 @@ from evaluation.preference_import import PREFERENCE_COLUMNS
 from evaluation.selectors import battles, human_battles
 from fakes.openai_server import FakeOpenAIServer, judge_responder
 from projects.services import create_project
-from tests.annotation.factories import make_instance, make_outputs, make_reference, make_round, make_worker
+from tests.annotation.factories import make_family, make_instance, make_outputs, make_reference, make_round, make_worker
 
 pytestmark = pytest.mark.django_db
 
@@ -196,9 +196,7 @@ LEADERBOARD_FIELDS = {"A_model", "B_model", "A", "B", "image_url", "instruction"
 
 def test_export_of_human_battles_imported_and_collected(published, project, tmp_path):
     run_import(write_csv(tmp_path / "prefs.csv", votes(published)))
-    instance = make_instance()
-    instance.family.project = project
-    instance.family.save()
+    instance = make_instance(family=make_family(project=project))
     make_outputs(instance=instance, models=("model-x", "model-y"))
     # The round belongs to the project, as every round built in the cockpit does.
     round_ = make_round(task_type="pairwise", targets=[tuple(instance.model_outputs.all())], project=project)

@@ -22,6 +22,7 @@ from PIL import Image as PILImage
 
 from datasets_app.review_generation import image_source
 from datasets_app.services import store_image
+from projects.services import unassigned_project
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +85,7 @@ def png_bytes(color=(200, 40, 40)) -> bytes:
 
 def test_an_uploaded_image_lands_in_the_bucket_and_its_link_serves_it(s3):
     client, endpoint = s3
-    image = store_image(content=png_bytes(), license="CC0-1.0", creator="worker")
+    image = store_image(project=unassigned_project(), content=png_bytes(), license="CC0-1.0", creator="worker")
     keys = [item["Key"] for item in client.list_objects_v2(Bucket=BUCKET)["Contents"]]
     assert keys == [image.file.name] and image.file.name.startswith("images/")
     stored = client.get_object(Bucket=BUCKET, Key=image.file.name)["Body"].read()
@@ -95,7 +96,7 @@ def test_an_uploaded_image_lands_in_the_bucket_and_its_link_serves_it(s3):
     with urllib.request.urlopen(url) as response:
         assert response.read() == stored
     # The same bytes are stored once.
-    assert store_image(content=png_bytes(), license="CC0-1.0").pk == image.pk
+    assert store_image(project=unassigned_project(), content=png_bytes(), license="CC0-1.0").pk == image.pk
     assert client.list_objects_v2(Bucket=BUCKET)["KeyCount"] == 1
     # The LLM layer gets the stored bytes (as a data URL: there is no local path on S3).
     source = image_source(image)
@@ -108,7 +109,7 @@ def test_a_release_links_images_stored_in_the_bucket(s3, study, tmp_path):
     from datasets_app.models import Instance
     from projects.releases import make_release
 
-    image = store_image(content=png_bytes((10, 120, 10)), license="CC0-1.0", creator="worker")
+    image = store_image(project=unassigned_project(), content=png_bytes((10, 120, 10)), license="CC0-1.0", creator="worker")
     link = Instance.objects.filter(family__project=study).first().image_links.first()
     link.image = image
     link.save()

@@ -22,6 +22,7 @@ from evaluation.core import irr
 from evaluation.models import RankerKind, ReviewScore
 from evaluation.selectors import review_items, review_scores
 from evaluation.services import ScoreStoreError, rank_and_store, store_review_scores
+from projects.services import unassigned_project
 
 from .conftest import MODEL, user_text
 
@@ -201,7 +202,7 @@ def test_report_of_one_round(crowd, tmp_path):
 
 
 def test_stored_scores_are_replaced_on_a_re_run(db):
-    review_set = ReviewSet.objects.create(image_id=_image().pk, language="ja", category="Places")
+    review_set = ReviewSet.objects.create(project=unassigned_project(), image_id=_image().pk, language="ja", category="Places")
     reviews = [Review.objects.create(review_set=review_set, prompt_rank=rank, text=f"レビュー{rank}") for rank in range(1, 6)]
     frame = pd.DataFrame({"item_id": str(review_set.pk), "model": SMOLLM2, "language": "ja",
                           "review_id": [str(r.pk) for r in reviews], "score": [9.5, 8, 7, 6, 5]})
@@ -217,7 +218,7 @@ def test_stored_scores_are_replaced_on_a_re_run(db):
 
 
 def test_one_model_name_under_two_rankers_stays_two_models(db):
-    review_set = ReviewSet.objects.create(image_id=_image().pk, language="en", category="Places")
+    review_set = ReviewSet.objects.create(project=unassigned_project(), image_id=_image().pk, language="en", category="Places")
     reviews = [Review.objects.create(review_set=review_set, prompt_rank=rank, text=f"r{rank}") for rank in (1, 2, 3, 4, 5)]
     frame = pd.DataFrame({"item_id": review_set.pk, "model": "m", "language": "en",
                           "review_id": [r.pk for r in reviews], "score": [1.0, 2, 3, 4, 5]})
@@ -227,8 +228,8 @@ def test_one_model_name_under_two_rankers_stays_two_models(db):
 
 
 def test_scores_that_do_not_fit_the_reviews_change_nothing(db):
-    review_set = ReviewSet.objects.create(image_id=_image().pk, language="en")
-    other = ReviewSet.objects.create(image_id=_image().pk, language="ja")
+    review_set = ReviewSet.objects.create(project=unassigned_project(), image_id=_image().pk, language="en")
+    other = ReviewSet.objects.create(project=unassigned_project(), image_id=_image().pk, language="ja")
     mine = Review.objects.create(review_set=review_set, prompt_rank=1, text="a")
     theirs = Review.objects.create(review_set=other, prompt_rank=1, text="b")
     frame = pd.DataFrame({"item_id": [review_set.pk, review_set.pk], "model": "m", "language": "en",
@@ -243,7 +244,7 @@ def test_scores_that_do_not_fit_the_reviews_change_nothing(db):
 def _image():
     from datasets_app.models import Image
 
-    return Image.objects.create(url=f"https://images.example.org/{Image.objects.count() + 1}.jpg")
+    return Image.objects.create(project=unassigned_project(), url=f"https://images.example.org/{Image.objects.count() + 1}.jpg")
 
 
 def test_command_errors(db, tmp_path, settings):
@@ -261,7 +262,7 @@ def test_command_errors(db, tmp_path, settings):
         run("irr_rank", "--ranker", "uploaded", "--scores", tmp_path / "s.csv", "--budget", "1")
     with pytest.raises(CommandError, match="no review sets to rank"):
         run("irr_rank", "--ranker", "uploaded", "--scores", tmp_path / "s.csv")
-    ReviewSet.objects.create(image_id=_image().pk, language="en")
+    ReviewSet.objects.create(project=unassigned_project(), image_id=_image().pk, language="en")
     review_set = ReviewSet.objects.get()
     for rank in range(1, 6):
         Review.objects.create(review_set=review_set, prompt_rank=rank, text=f"review {rank}")

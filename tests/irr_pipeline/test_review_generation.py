@@ -18,6 +18,7 @@ from datasets_app.review_generation import (
 )
 from datasets_app.services import store_image
 from llm.models import LLMCall, LLMRun, PromptTemplate
+from projects.services import unassigned_project
 
 from .conftest import MODEL, image_parts, png_bytes, user_text
 
@@ -50,10 +51,10 @@ def by_language(endpoint: str, body: dict) -> str:
 
 @pytest.fixture
 def images():
-    stored = store_image(content=png_bytes("navy"), license="CC0-1.0", category="Places")
-    linked = Image.objects.create(url="https://images.example.org/lighthouse.jpg", license="CC-BY-SA-4.0",
+    stored = store_image(project=unassigned_project(), content=png_bytes("navy"), license="CC0-1.0", category="Places")
+    linked = Image.objects.create(project=unassigned_project(), url="https://images.example.org/lighthouse.jpg", license="CC-BY-SA-4.0",
                                   category="Places")
-    Image.objects.create(url="https://images.example.org/cat.jpg", license="CC0-1.0", category="Animals")
+    Image.objects.create(project=unassigned_project(), url="https://images.example.org/cat.jpg", license="CC0-1.0", category="Animals")
     return stored, linked
 
 

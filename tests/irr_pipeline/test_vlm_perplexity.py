@@ -15,6 +15,7 @@ from evaluation.rankers.server_perplexity import PromptLogprobsError
 from evaluation.rankers.vlm_perplexity import PromptToken, VLMPerplexityRanker, prompt_tokens, review_tokens
 from fakes.openai_server import fake_prompt_logprob, images_key
 from llm.client import LLMClient, image_url
+from projects.services import unassigned_project
 
 from .conftest import MODEL, png_bytes
 
@@ -168,8 +169,8 @@ def test_review_tokens_start_where_the_two_prompts_differ():
 
 
 def test_irr_rank_command_stores_the_scores(llm_settings, fake_server, tmp_path):
-    image = store_image(content=png_bytes("teal"), license="CC0-1.0", category="landscape")
-    review_set = ReviewSet.objects.create(image=image, language="en", category="landscape")
+    image = store_image(project=unassigned_project(), content=png_bytes("teal"), license="CC0-1.0", category="landscape")
+    review_set = ReviewSet.objects.create(project=image.project, image=image, language="en", category="landscape")
     for rank, (_, text) in enumerate(REVIEWS, start=1):
         Review.objects.create(review_set=review_set, prompt_rank=rank, text=text)
     out = tmp_path / "scores.csv"

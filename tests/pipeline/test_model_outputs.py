@@ -26,7 +26,7 @@ def instance_with_urls(instruction: str, urls: list[str], family=None) -> Instan
         content_key=Instance.compute_content_key(family.name, instruction, urls),
     )
     for position, url in enumerate(urls):
-        image, _ = Image.objects.get_or_create(url=url, defaults={"license": "CC0-1.0"})
+        image, _ = Image.objects.get_or_create(project=family.project, url=url, defaults={"license": "CC0-1.0"})
         InstanceImage.objects.create(instance=instance, image=image, position=position)
     return instance
 

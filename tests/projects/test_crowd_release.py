@@ -31,9 +31,7 @@ def provider_workers():
 
 def crowd_project(owner, *, slug="crowd"):
     project = create_project(name="Crowd study", slug=slug, owner=owner, description="A study.")
-    family = make_family(stored_images=True)
-    family.project = project
-    family.save()
+    family = make_family(stored_images=True, project=project)
     instances = [make_instance(family=family, stored_images=True) for _ in range(2)]
     # One instance shows an image under a non-commercial license: it stays out of the release.
     restricted = make_instance(family=family, stored_images=True)
@@ -58,10 +56,7 @@ def crowd_project(owner, *, slug="crowd"):
             services.record_confirmation(assignment=assignment, confirmation="confirmed")  # as the provider's sync
 
     ranking = services.create_round(name="rank", task_type="ranking", workers_per_item=3, project=project)
-    review_sets = [make_review_set(stored_images=True) for _ in range(2)]
-    for review_set in review_sets:
-        review_set.project = project
-        review_set.save()
+    review_sets = [make_review_set(stored_images=True, project=project) for _ in range(2)]
     services.add_items(round=ranking, targets=review_sets)
     services.open_round(round=ranking)
     for _ in review_sets:

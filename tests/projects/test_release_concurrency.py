@@ -21,9 +21,7 @@ def test_concurrent_requests_for_one_version_make_exactly_one_release(tmp_path):
     if connection.vendor != "postgresql":
         pytest.fail(f"this concurrency test needs PostgreSQL, but the database is {connection.vendor}")
     project = create_project(name="Race", slug="race", owner=User.objects.create_user("alice"))
-    family = make_family()
-    family.project = project
-    family.save()
+    family = make_family(project=project)
     for _ in range(3):
         instance = make_instance(family=family)
         Instance.objects.filter(pk=instance.pk).update(status=Instance.Status.VERIFIED)

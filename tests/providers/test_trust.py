@@ -62,9 +62,7 @@ def ranking_project(prolific_fake):
     project = create_project(name="IRR study", slug="irr-study", owner=owner)
     review_sets = []
     for _ in range(2):
-        review_set = make_review_set(stored_images=True)
-        review_set.project = project
-        review_set.save()
+        review_set = make_review_set(stored_images=True, project=project)
         review_sets.append(review_set)
     round = make_round(task_type="ranking", targets=review_sets, workers_per_item=3,
                        reward_per_task=Decimal("1.50"), project=project)

@@ -24,6 +24,7 @@ from evaluation.models import ReviewScore
 from evaluation.rankers.base import SCORE_COLUMNS, ReviewItem
 from evaluation.rankers.clip_score import ClipScoreRanker
 from evaluation.rankers.registry import make_ranker
+from projects.services import unassigned_project
 
 REVIEWS = [("r1", "A calm lake under a grey sky."), ("r2", "The best photo ever taken!"), ("r3", "湖の写真です。")]
 
@@ -140,8 +141,8 @@ def test_the_registry_needs_a_model_folder(tiny_clip, tmp_path):
 @pytest.mark.django_db
 def test_irr_rank_command(tiny_clip, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
-    image = store_image(content=png("navy"), license="CC0-1.0", category="landscape")
-    review_set = ReviewSet.objects.create(image=image, language="en", category="landscape")
+    image = store_image(project=unassigned_project(), content=png("navy"), license="CC0-1.0", category="landscape")
+    review_set = ReviewSet.objects.create(project=image.project, image=image, language="en", category="landscape")
     for rank, (_, text) in enumerate(REVIEWS, start=1):
         Review.objects.create(review_set=review_set, prompt_rank=rank, text=text)
     with pytest.raises(CommandError, match="needs --model"):

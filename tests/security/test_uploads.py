@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from datasets_app.models import Image, Instance
 from datasets_app.services import ImageValidationError, clean_image_bytes, image_metadata, store_image
+from projects.services import unassigned_project
 from tests.annotation.factories import make_family, make_round, make_worker_user
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +45,7 @@ def jpeg_with_private_metadata(size=(60, 30), orientation: int = 6) -> bytes:
 def test_exif_and_gps_are_gone_from_a_stored_jpeg_and_orientation_is_applied():
     raw = jpeg_with_private_metadata()
     assert b"Jane Private" in raw and b"Canon" in raw
-    image = store_image(content=raw, license="CC0-1.0")
+    image = store_image(project=unassigned_project(), content=raw, license="CC0-1.0")
     stored = image.file.read()
     assert b"Jane Private" not in stored and b"Canon" not in stored and b"taken at home" not in stored
     with PILImage.open(io.BytesIO(stored)) as reopened:

@@ -2,8 +2,10 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from crowdbench.errors import ServiceError
 from datasets_app.services import export_visitbench
 from datasets_app.visitbench_csv import MULTI_IMAGE, SINGLE_IMAGE
+from projects.selectors import get_project
 
 
 class Command(BaseCommand):
@@ -15,14 +17,19 @@ class Command(BaseCommand):
         split.add_argument("--multi-image", dest="schema", action="store_const", const=MULTI_IMAGE)
         split.add_argument("--single-image", dest="schema", action="store_const", const=SINGLE_IMAGE)
         parser.set_defaults(schema=MULTI_IMAGE)
+        parser.add_argument("--project", metavar="SLUG", help="only this project's instances (without it: every project's)")
 
-    def handle(self, *args, out, schema, **options):
+    def handle(self, *args, out, schema, project, **options):
+        try:
+            project = get_project(slug=project) if project else None
+        except ServiceError as exc:
+            raise CommandError(f"--project: {exc.message}") from exc
         if out == "-":
-            count = export_visitbench(handle=sys.stdout, schema=schema)
+            count = export_visitbench(handle=sys.stdout, schema=schema, project=project)
         else:
             try:
                 with open(out, "w", newline="", encoding="utf-8") as handle:
-                    count = export_visitbench(handle=handle, schema=schema)
+                    count = export_visitbench(handle=handle, schema=schema, project=project)
             except OSError as exc:
                 raise CommandError(f"{out}: cannot write ({exc.strerror})") from exc
             self.stdout.write(self.style.SUCCESS(f"{out}: {count} {schema.replace('_', '-')} rows"))

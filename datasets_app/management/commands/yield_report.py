@@ -1,9 +1,11 @@
 import json
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from crowdbench.errors import ServiceError
 from datasets_app.models import Source
 from datasets_app.selectors import yield_report
+from projects.selectors import get_project
 
 SPLIT_LABELS = {"single_image": "single-image", "multi_image": "multi-image", "all": "all"}
 
@@ -17,9 +19,14 @@ class Command(BaseCommand):
             "--source", choices=Source.values,
             help="Only instances of this origin (e.g. imported, or crowd for data collected here).",
         )
+        parser.add_argument("--project", metavar="SLUG", help="only this project's instances (without it: every project's)")
 
     def handle(self, *args, **options):
-        report = yield_report(source=options["source"])
+        try:
+            project = get_project(slug=options["project"]) if options["project"] else None
+        except ServiceError as exc:
+            raise CommandError(f"--project: {exc.message}") from exc
+        report = yield_report(source=options["source"], project=project)
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
             return

@@ -30,9 +30,7 @@ def llm_settings(settings, fake_server):
 
 def project_instance(project, *, status=Instance.Status.AWAITING_VERIFICATION, reason="", instruction=None):
     """An instance of ``project`` (one image, a current instruction-conditioned caption) in ``status``."""
-    family = make_family()
-    family.project = project
-    family.save()
+    family = make_family(project=project)
     instance = make_instance(family=family, instruction=instruction)
     # Test set-up: place the instance directly in the stage under test.
     Instance.objects.filter(pk=instance.pk).update(status=status, discard_reason=reason)

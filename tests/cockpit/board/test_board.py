@@ -25,10 +25,9 @@ def known_board(project, make_researcher):
             project_instance(project, status=status, reason=reason)
     verified = Instance.objects.filter(family__project=project, status=S.VERIFIED).first()
     make_outputs(instance=verified, models=("model-x", "model-y"))
-    english = make_review_set(language="en")
-    japanese = make_review_set(language="ja")
-    generated = make_review_set(language="ja")
-    ReviewSet.objects.filter(pk__in=[english.pk, japanese.pk, generated.pk]).update(project=project)
+    english = make_review_set(language="en", project=project)
+    make_review_set(language="ja", project=project)
+    generated = make_review_set(language="ja", project=project)
     ReviewSet.objects.filter(pk=generated.pk).update(source=Source.LLM)
     ReviewScore.objects.create(review=Review.objects.filter(review_set=english).first(), model_name="ranker-m",
                                ranker_kind="chat", score=1.0)

@@ -172,13 +172,12 @@ def test_generate_outputs_for_the_projects_verified_instances(owner_client, proj
 
 
 def test_rank_reviews_with_the_chat_ranker(owner_client, project, settings, django_capture_on_commit_callbacks):
-    from datasets_app.models import ReviewSet
     from evaluation.models import ReviewScore
     from fakes.openai_server import FakeOpenAIServer
     from tests.annotation.factories import make_review_set
 
-    sets = [make_review_set(language=language) for language in ("en", "ja")]
-    ReviewSet.objects.filter(pk__in=[s.pk for s in sets]).update(project=project)
+    for language in ("en", "ja"):
+        make_review_set(language=language, project=project)
     make_review_set(language="en")  # another project's
     with FakeOpenAIServer(responder=lambda endpoint, body: "A > B > C > D > E") as server:
         settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL = server.base_url, "", MODEL
@@ -199,8 +198,7 @@ def test_generate_reviews_for_the_projects_images(owner_client, project, setting
     from fakes.openai_server import FakeOpenAIServer
     from tests.annotation.factories import make_review_set
 
-    imported = make_review_set(language="en", stored_images=True)
-    ReviewSet.objects.filter(pk=imported.pk).update(project=project)
+    imported = make_review_set(language="en", stored_images=True, project=project)
     make_review_set(language="en", stored_images=True)  # another project's image
     answer = json.dumps({"reviews": [{"level": level, "text": f"Review at level {level}."} for level in range(1, 6)]})
     with FakeOpenAIServer(responder=lambda endpoint, body: answer) as server:

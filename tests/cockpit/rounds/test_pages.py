@@ -486,9 +486,7 @@ def test_every_task_type_can_be_previewed(client, researcher, project):
     family = make_family(project=project)
     make_instance(family=family, captions=False)
     make_candidate(instance=make_instance(family=family))
-    review_set = make_review_set(texts=[f"Review number {rank}." for rank in range(1, 6)])
-    review_set.project = project
-    review_set.save()
+    review_set = make_review_set(texts=[f"Review number {rank}." for rank in range(1, 6)], project=project)
     outputs_in(project, instances=1)
     client.force_login(researcher)
     shown = {"instruction_generation": family.seed_instruction, "caption": "Describe scene",
