@@ -36,7 +36,8 @@ INHERITED_SETTINGS = (
     "language", "reward_per_task", "currency", "target_hourly_wage", "time_limit_seconds",
     "qualification_rules", "created_by",
 )
-USABLE = (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED)
+# Rounds that still take items: a complete one reopens for the items fed to it.
+USABLE = (CollectionRound.Status.DRAFT, *services.ACTIVE_STATUSES)
 
 
 # --- follow-up stages, called by the task types' completion hooks --------------------------------

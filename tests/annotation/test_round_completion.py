@@ -145,3 +145,27 @@ def test_the_last_items_completing_at_once_make_the_round_complete_on_postgresql
     assert not round.items.filter(completed_at__isnull=True).exists()
     round.refresh_from_db()
     assert round.status == CollectionRound.Status.COMPLETE
+
+
+@pytest.mark.django_db
+def test_a_complete_follow_up_round_takes_the_next_items_fed_to_it_and_reopens(settings, tmp_path):
+    from tests.annotation.factories import make_family
+    from tests.pipeline.builders import caption_instance, submit_all
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    caption_round = services.create_round(name="Captions", task_type="caption")
+    generation = make_round(task_type="instruction_generation", targets=[make_family(), make_family()], open=False)
+    generation.follow_up_round = caption_round
+    generation.save()
+    services.open_round(round=generation)
+    answer = {"license": "CC0-1.0", "creator": "me", "source_url": "https://openverse.org/x"}
+    submit_all(round=generation, answers=[
+        {**answer, "instruction": "Question one?", "image_url": "https://images.example.org/one.png"}])
+    services.open_round(round=caption_round)
+    caption_instance(round=caption_round, captions=["One apple."])
+    caption_round.refresh_from_db()
+    assert caption_round.status == CollectionRound.Status.COMPLETE
+    submit_all(round=generation, answers=[
+        {**answer, "instruction": "Question two?", "image_url": "https://images.example.org/two.png"}])
+    caption_round.refresh_from_db()
+    assert caption_round.items.count() == 2 and caption_round.status == CollectionRound.Status.OPEN
