@@ -570,7 +570,7 @@ def request_assignment(
     budget_allows: Callable[[CollectionRound, Worker], bool] | None = None,
 ) -> Assignment | None:
     """The worker's open assignment in the round, or a new one on an item they have not done; None when
-    nothing is left for them.
+    nothing is left for them (so in a complete round).
 
     ``item`` restricts the choice to that one item (a provider task that is one item, such as an
     MTurk HIT); an open assignment on another item is then refused. ``budget_allows(round, worker)``
@@ -589,6 +589,8 @@ def request_assignment(
     if facts is None:
         round = read_round_for_worker(round_id=round.pk, worker=worker)
         facts = round.worker_facts
+    if round.status == CollectionRound.Status.COMPLETE:
+        return None  # every item has its judgments: nothing is left for anyone
     check_worker_may_work(round=round, worker=worker, failed_checks_count=facts.failed_checks,
                           qualified=facts.qualified)
     if not consent.has_accepted(round=round, worker=worker, accepted_sha256=facts.consent_sha256):

@@ -38,8 +38,7 @@ def test_a_round_whose_items_are_all_complete_becomes_complete_by_itself():
     # A complete round offers nothing: not on the work list, not through "next task".
     newcomer = make_worker()
     assert work_list_for_worker(worker=newcomer) == []
-    with pytest.raises(services.RoundNotOpen):
-        services.request_assignment(round=round, worker=newcomer)
+    assert services.request_assignment(round=round, worker=newcomer) is None
     # Nothing to do with it but close it (or cancel it); it never pauses or extends.
     assert services.allowed_actions(round) == ["close", "cancel"]
     assert services.close_round(round=round).status == CollectionRound.Status.CLOSED
@@ -108,11 +107,15 @@ def test_the_next_task_api_offers_nothing_from_a_complete_round(client):
 
     round = verification_round(items=1, workers_per_item=1)
     do_one_task(round)
+    round.refresh_from_db()
+    assert round.status == CollectionRound.Status.COMPLETE
     worker = make_worker()
     client.force_login(worker.user)
     response = client.post(reverse("annotation-api:next", args=[round.pk]))
-    assert response.status_code == 409
-    assert client.get(reverse("annotation:round", args=[round.pk])).status_code == 409
+    assert response.status_code == 200 and response.json()["assignment"] is None
+    page = client.get(reverse("annotation:round", args=[round.pk]))
+    assert page.status_code == 200 and "task" not in page.context
+    assert not Assignment.objects.filter(worker=worker).exists()
 
 
 @pytest.mark.postgres
