@@ -282,6 +282,20 @@ def round_progress(*, round: CollectionRound) -> dict:
     }
 
 
+def slots_still_needed(*, round: CollectionRound) -> dict[int, int]:
+    """The work the round still needs, as publishing offers it: for each item not yet complete, how
+    many more judgments it may take (``workers_per_item`` less its counted judgments). Complete items
+    need none and are left out, so a finished round needs nothing."""
+    rows = (
+        round.items.filter(completed_at__isnull=True)
+        .annotate(judgments=_count_subquery(Assignment.objects.counted().filter(item=OuterRef("pk")),
+                                            group_by="item"))
+        .order_by("position").values_list("pk", "judgments")
+    )
+    needed = {item_id: round.workers_per_item - judgments for item_id, judgments in rows}
+    return {item_id: slots for item_id, slots in needed.items() if slots > 0}
+
+
 def submission_review(*, assignment: Assignment) -> dict:
     """A submission as its task type shows it to a reviewer: ``{"template", "review"}``, or
     ``{"error"}`` when its stored item no longer fits the type (written past the checks, say)."""

@@ -235,7 +235,7 @@ def round_dry_run(request, slug: str, round_id: int):
         return _refused_form(request, project, round, publish_form=form)
     provider, seconds = form.cleaned_data["provider"], form.cleaned_data["expected_seconds"]
     report = rehearse(round=round, provider_name=provider, median_seconds=float(seconds))
-    cost = provider_services.estimate_plan_cost(round=round, items=round.items.count(), provider_name=provider,
+    cost = provider_services.estimate_plan_cost(round=round, items=None, provider_name=provider,
                                                 expected_seconds=seconds)
     confirm_form = ConfirmPublishForm(initial={"provider": provider, "expected_seconds": seconds,
                                                "dry_run": _dry_run_token(round, provider)})
