@@ -342,6 +342,32 @@ def extend_round(
         raise InvalidTransition(_message(error)) from None
 
 
+# Qualification rules whose removal lets more workers in (``widen_eligibility``).
+WIDENING_RULES = ("providers", "language_matched", "qualified_only", "min_approved_tasks", "max_tasks_per_worker")
+
+
+def widen_eligibility(*, round: CollectionRound, rules: Iterable[str]) -> CollectionRound:
+    """Drop the named qualification rules (from ``WIDENING_RULES``) so more workers may take the round's
+    tasks: what unblocks an item no eligible worker remains for. Rules the round does not have are
+    refused, as is anything that would narrow it; nothing changes then."""
+    rules = list(rules)
+    if not rules:
+        raise InvalidTransition("name the qualification rules to drop")
+    unknown = [rule for rule in rules if rule not in WIDENING_RULES]
+    if unknown:
+        raise InvalidTransition(f"only these rules can be dropped to widen a round: {', '.join(WIDENING_RULES)}; "
+                                f"not {', '.join(unknown)}")
+
+    def change(locked: CollectionRound) -> None:
+        missing = [rule for rule in rules if rule not in (locked.qualification_rules or {})]
+        if missing:
+            raise InvalidTransition(f"the round has no rule {', '.join(missing)}")
+        locked.qualification_rules = {key: value for key, value in locked.qualification_rules.items()
+                                      if key not in rules}
+
+    return _transition(round=round, action="widen", change=change)
+
+
 def close_round(*, round: CollectionRound) -> CollectionRound:
     return _transition(round=round, action="close")
 
@@ -370,6 +396,14 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker, approved_ta
     otherwise each is read here when a rule needs it."""
     if round.status != CollectionRound.Status.OPEN:
         raise RoundNotOpen(_("This round is not open for work."))
+    check_worker_meets_rules(round=round, worker=worker, approved_tasks=approved_tasks,
+                             failed_checks_count=failed_checks_count, qualified=qualified)
+
+
+def check_worker_meets_rules(*, round: CollectionRound, worker: Worker, approved_tasks: int | None = None,
+                             failed_checks_count: int | None = None, qualified: bool | None = None) -> None:
+    """Refuse (NotQualified) a worker whom the round's rules keep out, whatever the round's status: the
+    one definition of who is eligible (``check_worker_may_work`` adds that the round is open)."""
     if worker.is_blocked:
         raise NotQualified(_("Your account may not take tasks."))
     rules = round.qualification_rules or {}
@@ -1254,6 +1288,7 @@ __all__ = [
     "mark_work_history_seen",
     "cancel_round",
     "check_worker_may_work",
+    "check_worker_meets_rules",
     "close_round",
     "complete_round_if_done",
     "create_round",
@@ -1279,4 +1314,6 @@ __all__ = [
     "submit_assignment",
     "task_preview",
     "task_view",
+    "widen_eligibility",
+    "WIDENING_RULES",
 ]
