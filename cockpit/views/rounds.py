@@ -252,8 +252,9 @@ def round_dry_run(request, slug: str, round_id: int):
     report = rehearse(round=round, provider_name=provider, median_seconds=float(seconds))
     cost = provider_services.estimate_plan_cost(round=round, items=None, provider_name=provider,
                                                 expected_seconds=seconds)
-    confirm_form = ConfirmPublishForm(initial={"provider": provider, "expected_seconds": seconds,
-                                               "dry_run": _dry_run_token(round, provider)})
+    # A round with no work left publishes nothing: no confirmation to offer.
+    confirm_form = None if report.nothing_to_publish else ConfirmPublishForm(initial={
+        "provider": provider, "expected_seconds": seconds, "dry_run": _dry_run_token(round, provider)})
     return render(request, "cockpit/rounds/detail.html", _round_context(
         request, project, round, publish_form=form, dry_run=report, dry_run_cost=cost, confirm_form=confirm_form))
 

@@ -580,3 +580,21 @@ def test_widening_refuses_a_rule_the_round_lacks_and_changes_nothing(client, res
         crowd.widen_eligibility(round=round, rules=["qualified_only"])
     round.refresh_from_db()
     assert round.qualification_rules == {"language_matched": True}
+
+
+def test_a_dry_run_of_a_complete_round_says_nothing_to_publish_and_offers_no_publish(client, researcher, project):
+    from tests.annotation.factories import make_worker
+
+    round = draft_round(project, workers_per_item=1)
+    crowd.open_round(round=round)
+    worker = make_worker()
+    while (assignment := crowd.request_assignment(round=round, worker=worker)) is not None:
+        crowd.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
+    round.refresh_from_db()
+    assert round.status == CollectionRound.Status.COMPLETE
+    client.force_login(researcher)
+    assert 'id="dry-run-form"' not in client.get(round_url(round)).content.decode()
+    response = client.post(round_url(round, "cockpit:round-dry-run"), {"provider": "mturk", "expected_seconds": "60"})
+    page = response.content.decode()
+    assert response.status_code == 200 and "nothing to publish" in page and 'id="publish-form"' not in page
+    assert not Publication.objects.exists()
