@@ -191,6 +191,9 @@ class CollectionRound(models.Model):
         DRAFT = "draft", _("Draft")
         OPEN = "open", _("Open")
         PAUSED = "paused", _("Paused")
+        # Every item has its judgments; reached and left only through ``annotation.services``
+        # (the last item's completion, a rejection that reopens an item, items added).
+        COMPLETE = "complete", _("Complete")
         CLOSED = "closed", _("Closed")
         CANCELLED = "cancelled", _("Cancelled")
 

@@ -42,7 +42,8 @@ INHERITED_SETTINGS = (
     "created_by",
 )
 NOT_INHERITED_RULES = ("qualifies_for_project",)
-USABLE = (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED)
+# Rounds that still take items: a complete one reopens for the items fed to it.
+USABLE = (CollectionRound.Status.DRAFT, *services.ACTIVE_STATUSES)
 
 
 # --- follow-up stages, called by the task types' completion hooks --------------------------------

@@ -299,6 +299,81 @@ def round_progress(*, round: CollectionRound) -> dict:
     }
 
 
+def slots_still_needed(*, round: CollectionRound) -> dict[int, int]:
+    """The work the round still needs, as publishing offers it: for each item not yet complete, how
+    many more judgments it may take (``workers_per_item`` less its counted judgments). Complete items
+    need none and are left out, so a finished round needs nothing."""
+    rows = (
+        round.items.filter(completed_at__isnull=True)
+        .annotate(judgments=_count_subquery(Assignment.objects.counted().filter(item=OuterRef("pk")),
+                                            group_by="item"))
+        .order_by("position").values_list("pk", "judgments")
+    )
+    needed = {item_id: round.workers_per_item - judgments for item_id, judgments in rows}
+    return {item_id: slots for item_id, slots in needed.items() if slots > 0}
+
+
+def eligible_workers(*, round: CollectionRound) -> list[Worker]:
+    """The workers the platform knows whom the round's rules let take its tasks
+    (``services.check_worker_meets_rules``, whatever the round's status), and who have not reached
+    its per-worker limit. Workers a provider has not sent yet are not among them."""
+    from .services import CrowdWorkError, check_worker_meets_rules
+
+    in_round = Assignment.objects.filter(round=round, worker=OuterRef("pk"))
+    workers = (
+        Worker.objects.filter(is_blocked=False)
+        .annotate(
+            approved=_count_subquery(Assignment.objects.filter(
+                worker=OuterRef("pk"), review_status=Assignment.ReviewStatus.APPROVED), group_by="worker"),
+            failed=_count_subquery(in_round.submitted().filter(gold_passed=False), group_by="worker"),
+            holding=_count_subquery(in_round.holding_a_slot(), group_by="worker"),
+            qualified=Exists(Qualification.objects.filter(worker=OuterRef("pk"), project_id=round.project_id)),
+        )
+        .order_by("pk")
+    )
+    limit = (round.qualification_rules or {}).get("max_tasks_per_worker")
+    eligible = []
+    for worker in workers:
+        if limit is not None and worker.holding >= limit:
+            continue
+        try:
+            check_worker_meets_rules(round=round, worker=worker, approved_tasks=worker.approved,
+                                     failed_checks_count=worker.failed, qualified=worker.qualified)
+        except CrowdWorkError:
+            continue
+        eligible.append(worker)
+    return eligible
+
+
+def items_without_eligible_worker(*, round: CollectionRound) -> list[WorkItem]:
+    """Items that still wait for a worker (not complete, fewer slots held than they need) for which no
+    eligible worker (``eligible_workers``) remains: every one of them already had the item (did it,
+    gave it back, was rejected on it). Only a change unblocks them: more workers or time, wider
+    eligibility, or closing the round. In position order."""
+    from .services import judgments_needed
+
+    waiting = list(
+        round.items.filter(completed_at__isnull=True)
+        .annotate(held=_count_subquery(Assignment.objects.holding_a_slot().filter(item=OuterRef("pk")),
+                                       group_by="item"))
+        .filter(held__lt=round.workers_per_item).order_by("position")
+    )
+    if not waiting:
+        return []
+    eligible = {worker.pk for worker in eligible_workers(round=round)}
+    had: dict[int, set[int]] = {}
+    for item_id, worker_id in Assignment.objects.filter(item__in=waiting).values_list("item_id", "worker_id"):
+        had.setdefault(item_id, set()).add(worker_id)
+    stuck = []
+    for item in waiting:
+        if eligible - had.get(item.pk, set()):
+            continue
+        item.round = round
+        if item.held < judgments_needed(item=item):
+            stuck.append(item)
+    return stuck
+
+
 def submission_review(*, assignment: Assignment) -> dict:
     """A submission as its task type shows it to a reviewer: ``{"template", "review"}``, or
     ``{"error"}`` when its stored item no longer fits the type (written past the checks, say)."""

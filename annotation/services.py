@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -215,7 +215,7 @@ def add_items(
     """Add one work item per target, in order; ``gold_answers`` maps a target's index to its expected result."""
     round = CollectionRound.objects.select_for_update().get(pk=round.pk)
     if round.status not in (CollectionRound.Status.DRAFT, *ACTIVE_STATUSES):
-        raise InvalidTransition(f"items can only be added to draft, open or paused rounds, not {round.status} ones")
+        raise InvalidTransition(f"items can only be added to draft, open, paused or complete rounds, not {round.status} ones")
     handler = get_task_type(round.task_type)
     gold_answers = gold_answers or {}
     last = round.items.order_by("-position").values_list("position", flat=True).first()
@@ -229,28 +229,45 @@ def add_items(
         item.full_clean()
         item.save()
         items.append(item)
+    if items and round.status == CollectionRound.Status.COMPLETE:
+        _transition(round=round, action="reopen")  # the new items need work
     return items
 
 
 # Round statuses: action → (statuses it may start from, status it leads to; None keeps the status).
-# A paused round hands out no new tasks; work in flight may still be submitted.
+# A paused round hands out no new tasks; work in flight may still be submitted. "complete" and
+# "reopen" are the engine's own (``AUTOMATIC_ACTIONS``): an open round is complete once every item
+# has its judgments, and open again when a rejection reopens an item or items are added.
 _TRANSITIONS = {
     "open": ({CollectionRound.Status.DRAFT}, CollectionRound.Status.OPEN),
     "pause": ({CollectionRound.Status.OPEN}, CollectionRound.Status.PAUSED),
     "resume": ({CollectionRound.Status.PAUSED}, CollectionRound.Status.OPEN),
     # A draft has no work under way to extend: its settings are still its own to set.
     "extend": ({CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED}, None),
-    "close": ({CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED}, CollectionRound.Status.CLOSED),
-    "cancel": ({CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED},
-               CollectionRound.Status.CANCELLED),
+    # More workers may take the round's tasks: restricting qualification rules are dropped.
+    "widen": ({CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED}, None),
+    "close": ({CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED, CollectionRound.Status.COMPLETE},
+              CollectionRound.Status.CLOSED),
+    "cancel": ({CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED,
+                CollectionRound.Status.COMPLETE}, CollectionRound.Status.CANCELLED),
+    "complete": ({CollectionRound.Status.OPEN}, CollectionRound.Status.COMPLETE),
+    "reopen": ({CollectionRound.Status.COMPLETE}, CollectionRound.Status.OPEN),
 }
-# Statuses in which work may still be submitted and items still change (added, reopened, fed).
-ACTIVE_STATUSES = (CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED)
+AUTOMATIC_ACTIONS = ("complete", "reopen")
+# Statuses in which work may still be submitted and items still change (added, reopened, fed). A
+# complete round takes work still in flight, and reopens when an item needs more.
+ACTIVE_STATUSES = (CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED, CollectionRound.Status.COMPLETE)
 
 
 def allowed_actions(round: CollectionRound) -> list[str]:
-    """The round transitions possible from the round's status, in ``_TRANSITIONS`` order."""
-    return [action for action, (allowed_from, _target) in _TRANSITIONS.items() if round.status in allowed_from]
+    """The round transitions a researcher may make from the round's status, in ``_TRANSITIONS`` order
+    (the engine's own, ``AUTOMATIC_ACTIONS``, are not among them)."""
+    return [action for action, (allowed_from, _target) in _TRANSITIONS.items()
+            if round.status in allowed_from and action not in AUTOMATIC_ACTIONS]
+
+
+def _has_open_items(round: CollectionRound) -> bool:
+    return WorkItem.objects.filter(round=round, completed_at__isnull=True).exists()
 
 
 def check_transition(*, round: CollectionRound, action: str) -> None:
@@ -275,6 +292,9 @@ def _transition(*, round: CollectionRound, action: str, change: Callable[[Collec
             locked.opened_at = timezone.now()
         elif action in ("close", "cancel"):
             locked.closed_at = timezone.now()
+        elif action == "resume" and locked.items.exists() and not _has_open_items(locked):
+            # Its last items completed while it was paused: resumed, it is complete.
+            locked.status = CollectionRound.Status.COMPLETE
         if change is not None:
             change(locked)
         locked.full_clean()
@@ -329,6 +349,32 @@ def extend_round(
         raise InvalidTransition(_message(error)) from None
 
 
+# Qualification rules whose removal lets more workers in (``widen_eligibility``).
+WIDENING_RULES = ("providers", "language_matched", "qualified_only", "min_approved_tasks", "max_tasks_per_worker")
+
+
+def widen_eligibility(*, round: CollectionRound, rules: Iterable[str]) -> CollectionRound:
+    """Drop the named qualification rules (from ``WIDENING_RULES``) so more workers may take the round's
+    tasks: what unblocks an item no eligible worker remains for. Rules the round does not have are
+    refused, as is anything that would narrow it; nothing changes then."""
+    rules = list(rules)
+    if not rules:
+        raise InvalidTransition("name the qualification rules to drop")
+    unknown = [rule for rule in rules if rule not in WIDENING_RULES]
+    if unknown:
+        raise InvalidTransition(f"only these rules can be dropped to widen a round: {', '.join(WIDENING_RULES)}; "
+                                f"not {', '.join(unknown)}")
+
+    def change(locked: CollectionRound) -> None:
+        missing = [rule for rule in rules if rule not in (locked.qualification_rules or {})]
+        if missing:
+            raise InvalidTransition(f"the round has no rule {', '.join(missing)}")
+        locked.qualification_rules = {key: value for key, value in locked.qualification_rules.items()
+                                      if key not in rules}
+
+    return _transition(round=round, action="widen", change=change)
+
+
 def close_round(*, round: CollectionRound) -> CollectionRound:
     return _transition(round=round, action="close")
 
@@ -357,6 +403,14 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker, approved_ta
     otherwise each is read here when a rule needs it."""
     if round.status != CollectionRound.Status.OPEN:
         raise RoundNotOpen(_("This round is not open for work."))
+    check_worker_meets_rules(round=round, worker=worker, approved_tasks=approved_tasks,
+                             failed_checks_count=failed_checks_count, qualified=qualified)
+
+
+def check_worker_meets_rules(*, round: CollectionRound, worker: Worker, approved_tasks: int | None = None,
+                             failed_checks_count: int | None = None, qualified: bool | None = None) -> None:
+    """Refuse (NotQualified) a worker whom the round's rules keep out, whatever the round's status: the
+    one definition of who is eligible (``check_worker_may_work`` adds that the round is open)."""
     if worker.is_blocked:
         raise NotQualified(_("Your account may not take tasks."))
     rules = round.qualification_rules or {}
@@ -557,7 +611,7 @@ def request_assignment(
     budget_allows: Callable[[CollectionRound, Worker], bool] | None = None,
 ) -> Assignment | None:
     """The worker's open assignment in the round, or a new one on an item they have not done; None when
-    nothing is left for them.
+    nothing is left for them (so in a complete round).
 
     ``item`` restricts the choice to that one item (a provider task that is one item, such as an
     MTurk HIT); an open assignment on another item is then refused. ``budget_allows(round, worker)``
@@ -576,6 +630,8 @@ def request_assignment(
     if facts is None:
         round = read_round_for_worker(round_id=round.pk, worker=worker)
         facts = round.worker_facts
+    if round.status == CollectionRound.Status.COMPLETE:
+        return None  # every item has its judgments: nothing is left for anyone
     check_worker_may_work(round=round, worker=worker, failed_checks_count=facts.failed_checks,
                           qualified=facts.qualified)
     if not consent.has_accepted(round=round, worker=worker, accepted_sha256=facts.consent_sha256):
@@ -1034,6 +1090,47 @@ def _complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | No
         item.completed_at = now
         item.save(update_fields=["completed_at"])
         on_item_completed(item=item)
+        _complete_round_if_done(round_id=item.round_id)
+
+
+# PostgreSQL's "lock not available" (a NOWAIT lock another transaction holds).
+_LOCK_NOT_AVAILABLE = "55P03"
+
+
+def _complete_round_if_done(*, round_id: int) -> None:
+    """In the transaction that completed an item: the round becomes complete if that was its last open
+    item (``_transition`` "complete").
+
+    Two items completing at once in separate transactions must not each see the other still open
+    and leave the round open for ever: each completer holds the round row while it counts the open
+    items (a statement after the lock, so it sees every completion committed before). The lock is
+    asked for without waiting (an item lock is held here, and a budget-capped request holds the
+    round while it waits for items): when another transaction holds the round, the check runs again
+    as soon as this one commits, when it holds no lock and sees its own completion."""
+    try:
+        with transaction.atomic():
+            round = (CollectionRound.objects.select_for_update(nowait=True, no_key=True)
+                     .only("pk", "status").order_by().get(pk=round_id))
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+            raise
+        transaction.on_commit(lambda: complete_round_if_done(round_id=round_id))
+        return
+    if round.status == CollectionRound.Status.OPEN and not _has_open_items(round):
+        _transition(round=round, action="complete")
+        logger.info("round %s complete: every item has its judgments", round_id)
+
+
+def complete_round_if_done(*, round_id: int) -> CollectionRound | None:
+    """Make the open round complete if none of its items needs more work; safe to call any time
+    (the engine does when an item completes). Returns the round when it became complete."""
+    with transaction.atomic():
+        round = CollectionRound.objects.select_for_update(no_key=True).order_by().filter(pk=round_id).first()
+        if round is None or round.status != CollectionRound.Status.OPEN or not round.items.exists():
+            return None
+        if _has_open_items(round):
+            return None
+        return _transition(round=round, action="complete")
 
 
 def on_item_completed(*, item: WorkItem) -> None:
@@ -1158,6 +1255,8 @@ def _after_rejection(*, item_id: int) -> None:
     if item.round.status in ACTIVE_STATUSES:
         item.completed_at = None
         item.save(update_fields=["completed_at"])
+        if item.round.status == CollectionRound.Status.COMPLETE:
+            item.round = _transition(round=item.round, action="reopen")  # the item needs another worker
         if item.is_gold:
             return
         try:
@@ -1205,7 +1304,9 @@ __all__ = [
     "mark_work_history_seen",
     "cancel_round",
     "check_worker_may_work",
+    "check_worker_meets_rules",
     "close_round",
+    "complete_round_if_done",
     "create_round",
     "wanted_items",
     "expire_stale_assignments",
@@ -1230,4 +1331,6 @@ __all__ = [
     "submit_assignment",
     "task_preview",
     "task_view",
+    "widen_eligibility",
+    "WIDENING_RULES",
 ]

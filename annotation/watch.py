@@ -110,8 +110,8 @@ def verified_per_family(*, project, target: int = DEFAULT_COVERAGE_TARGET) -> li
 
 def project_watch(*, project, coverage_target: int = DEFAULT_COVERAGE_TARGET) -> dict:
     """The project's open rounds, each as in ``round_watch`` (without its own throughput), their
-    totals (spend per currency), the hourly throughput of all of them, and verified instances per
-    family against ``coverage_target``."""
+    totals (spend per currency), the hourly throughput of all of them, its complete rounds (listed
+    apart, not in progress), and verified instances per family against ``coverage_target``."""
     rounds = list(CollectionRound.objects.filter(project=project, status=CollectionRound.Status.OPEN)
                   .order_by("-opened_at", "-id"))
     watches = [round_watch(round=round, coverage_target=coverage_target, with_throughput=False) for round in rounds]
@@ -124,9 +124,14 @@ def project_watch(*, project, coverage_target: int = DEFAULT_COVERAGE_TARGET) ->
         else:
             entry["budget_cap"] += watch["budget_cap"]
     assignments = Assignment.objects.filter(round__in=rounds)
+    complete = CollectionRound.objects.filter(project=project, status=CollectionRound.Status.COMPLETE).annotate(
+        item_count=Count("items")).order_by("-opened_at", "-id")
     return {
         "project": {"slug": project.slug, "name": project.name},
         "open_rounds": watches,
+        # Every item has its judgments: shown as complete, not among the rounds in progress.
+        "complete_rounds": [{"id": round.pk, "name": round.name, "task_type": round.task_type,
+                             "status": round.status, "items": round.item_count} for round in complete],
         "totals": {
             "rounds": len(watches),
             "items": sum(w["items"] for w in watches),

@@ -159,6 +159,19 @@ class ExtendRoundForm(forms.Form):
         return data
 
 
+class WidenEligibilityForm(forms.Form):
+    """The round's qualification rules that may be dropped to let more workers in."""
+
+    rules = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Drop these rules")
+
+    def __init__(self, *args, round, **kwargs):
+        from annotation.services import WIDENING_RULES
+
+        super().__init__(*args, **kwargs)
+        present = round.qualification_rules or {}
+        self.fields["rules"].choices = [(rule, f"{rule}: {present[rule]}") for rule in WIDENING_RULES if rule in present]
+
+
 class PublishForm(forms.Form):
     provider = forms.ChoiceField(choices=lambda: [(name, provider.label or name) for name, provider in PROVIDERS.items()
                                                   if name != "local"])

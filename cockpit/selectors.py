@@ -99,6 +99,13 @@ def rounds_in_progress(project) -> list[dict]:
     return [{"round": round, "progress": round_progress(round=round)} for round in rounds[:ROUNDS_SHOWN]]
 
 
+def rounds_complete(project) -> list[dict]:
+    """The project's complete rounds (every item has its judgments), most recently created first."""
+    rounds = CollectionRound.objects.filter(project=project, status=CollectionRound.Status.COMPLETE).order_by(
+        "-created_at", "-id")
+    return [{"round": round, "progress": round_progress(round=round)} for round in rounds[:ROUNDS_SHOWN]]
+
+
 def recent_runs(project):
     return StepRun.objects.filter(project=project).select_related("created_by")[:RECENT_RUNS]
 
@@ -109,5 +116,6 @@ def pipeline_board(project) -> dict:
         "review_sets": review_set_counts(project),
         "models": models_on_board(project),
         "rounds": rounds_in_progress(project),
+        "complete_rounds": rounds_complete(project),
         "runs": recent_runs(project),
     }

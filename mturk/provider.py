@@ -22,6 +22,7 @@ from django.conf import settings
 from django.core.files import File
 from django.db import transaction
 
+from annotation.selectors import slots_still_needed
 from crowdbench.retry import (
     ANSWER_LOST,
     RetryPolicy,
@@ -334,7 +335,9 @@ class MTurkProvider(CrowdProvider):
         publication.save(update_fields=["external_id"])
         result = PublishResult(publication=publication)
         question = external_question(url=task_url(round), frame_height=settings.MTURK_FRAME_HEIGHT)
-        for item in round.items.order_by("position"):
+        # Only the work still needed: a HIT per item not yet complete, for the judgments it still lacks.
+        needed = slots_still_needed(round=round)
+        for item in round.items.filter(pk__in=list(needed)).order_by("position"):
             if HIT.objects.filter(publication=publication, item=item).exists():
                 result.tasks_existing += 1
                 continue
@@ -342,7 +345,7 @@ class MTurkProvider(CrowdProvider):
             try:
                 hit = self._call(
                     "create_hit_with_hit_type",
-                    HITTypeId=hit_type_id, MaxAssignments=round.workers_per_item,
+                    HITTypeId=hit_type_id, MaxAssignments=needed[item.pk],
                     LifetimeInSeconds=settings.MTURK_LIFETIME_SECONDS, Question=question,
                     RequesterAnnotation=token, UniqueRequestToken=token,
                 )["HIT"]

@@ -241,9 +241,11 @@ class CrowdProvider(abc.ABC):
     bonus_fee_rate: Decimal = Decimal("0")
 
     def estimate_cost(self, *, round: CollectionRound, expected_bonuses: Decimal = Decimal("0"),
-                      items: int | None = None) -> CostEstimate:
-        """``items`` stands in for the round's item count (a planned round not created yet)."""
-        tasks = (round.items.count() if items is None else items) * round.workers_per_item
+                      items: int | None = None, tasks: int | None = None) -> CostEstimate:
+        """``tasks``: the tasks to pay for (the work a round still needs); else ``items`` (a planned
+        round not created yet) or the round's items, each ``workers_per_item`` times."""
+        if tasks is None:
+            tasks = (round.items.count() if items is None else items) * round.workers_per_item
         rewards = money(round.reward_per_task * tasks)
         rate = self.fee_rate(round=round)
         return CostEstimate(

@@ -73,12 +73,17 @@ class RehearsalReport:
     budget_cap: Decimal | None = None
     currency: str = "USD"
     unmatched: list = field(default_factory=list)
+    # Why nothing was published (every item of the round complete); empty when the rehearsal ran.
+    nothing_to_publish: str = ""
 
     @property
     def total(self) -> Decimal:
         return money(self.rewards + self.bonuses + self.fees)
 
     def lines(self) -> list[str]:
+        if self.nothing_to_publish:
+            return [f"DRY RUN on {self.provider}: {self.nothing_to_publish}; nothing was simulated, approved or paid"]
+
         def shown(amount):
             return format_money(amount, self.currency)
 
@@ -123,6 +128,13 @@ def rehearse(*, round: CollectionRound, provider_name: str, options: dict | None
 def _rehearse(*, round, rehearsal, options, rng, accuracy, median_seconds, report) -> None:
     provider = rehearsal.provider
     providers = {provider.name: provider}
+    try:
+        services.check_work_to_publish(round=round)
+    except services.NothingToPublish as refusal:
+        report.nothing_to_publish = refusal.message
+        return
+    # Work the round already holds is not the rehearsal's: only what it simulates is approved and paid.
+    earlier = list(Assignment.objects.filter(round=round).values_list("pk", flat=True))
     result = services.publish_round(round=round, provider_name=provider.name, options=options, provider=provider,
                                     expected_seconds=median_seconds)
     round = CollectionRound.objects.get(pk=round.pk)
@@ -131,15 +143,17 @@ def _rehearse(*, round, rehearsal, options, rng, accuracy, median_seconds, repor
         round=round, publication=result.publication, rng=rng, accuracy=accuracy, median_seconds=median_seconds)
     sync = services.sync_round(round=round, providers=providers)
     report.unmatched = sync.unmatched
-    pay = services.pay_round(round=round, top_up=True, providers=providers)
+    simulated = Assignment.objects.filter(round=round).exclude(pk__in=earlier)
+    only = list(simulated.values_list("pk", flat=True))
+    pay = services.pay_round(round=round, top_up=True, providers=providers, only=only)
     report.approved, report.bonuses_paid = pay.approved, pay.bonuses_paid
     if pay.bonuses_unsettled:
         # Payments the platform settles minutes later: let them settle, and the rerun confirms them.
         rehearsal.settle()
-        report.bonuses_paid += services.pay_round(round=round, providers=providers).bonuses_paid
-    gold = Assignment.objects.filter(round=round, gold_passed__isnull=False)
+        report.bonuses_paid += services.pay_round(round=round, providers=providers, only=only).bonuses_paid
+    gold = simulated.filter(gold_passed__isnull=False)
     report.gold_answers, report.gold_passed = gold.count(), gold.filter(gold_passed=True).count()
-    durations = list(Assignment.objects.submitted().filter(round=round).values_list("duration_seconds", flat=True))
+    durations = list(simulated.submitted().values_list("duration_seconds", flat=True))
     if durations:
         report.median_seconds = statistics.median(durations)
         report.effective_hourly_wage = money(

@@ -11,6 +11,7 @@ import logging
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Iterable
 from decimal import Decimal
 
 from django.core.cache import cache
@@ -20,7 +21,7 @@ from django.utils import timezone
 
 from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound, Worker, WorkItem
-from annotation.selectors import approval_split
+from annotation.selectors import approval_split, slots_still_needed
 
 from .base import (
     CostEstimate,
@@ -73,15 +74,21 @@ def estimate_cost(
     *, round: CollectionRound, provider: CrowdProvider, expected_seconds: float | None = None,
     items: int | None = None,
 ) -> CostEstimate:
-    """Rewards + fees for every slot, plus the top-ups the target wage needs at the expected time.
+    """Rewards + fees for every slot still needed (``slots_still_needed``), plus the top-ups the
+    target wage needs at the expected time.
 
-    ``items`` stands in for the round's item count: a planned round (unsaved) is costed before it exists.
+    ``items`` stands in for the round's items, each with all its slots: a planned round (unsaved) is
+    costed before it exists.
     """
     if expected_seconds is not None:
         seconds = expected_seconds
     else:
         seconds = median_task_seconds(round=round) if round.pk else None
     per_task = top_up_per_task(round=round, median_seconds=seconds)
+    if items is None and round.pk:
+        # A saved round costs the work it still needs: judgments already in are not bought again.
+        tasks = sum(slots_still_needed(round=round).values())
+        return provider.estimate_cost(round=round, expected_bonuses=per_task * tasks, tasks=tasks)
     items = round.items.count() if items is None else items
     tasks = items * round.workers_per_item
     return provider.estimate_cost(round=round, expected_bonuses=per_task * tasks, items=items)
@@ -101,9 +108,10 @@ class PlanCost:
         return self.effective_hourly_wage >= self.target_hourly_wage
 
 
-def estimate_plan_cost(*, round: CollectionRound, items: int, provider_name: str, expected_seconds: float) -> PlanCost:
-    """The cost of ``items`` items of ``round`` (saved or a planned, unsaved one) on the provider, its
-    budget check, and the effective hourly wage of the reward alone at ``expected_seconds`` per task
+def estimate_plan_cost(*, round: CollectionRound, items: int | None, provider_name: str,
+                       expected_seconds: float) -> PlanCost:
+    """The cost of ``items`` items of ``round`` (a planned, unsaved one), or of the work a saved round
+    still needs (``items`` None), on the provider, its budget check, and the effective hourly wage of the reward alone at ``expected_seconds`` per task
     (the estimate adds the top-ups that bring it to the target wage)."""
     if not expected_seconds or expected_seconds <= 0:
         raise ProviderRefused("the expected seconds per task must be positive")
@@ -139,11 +147,26 @@ def committed_spend(*, round: CollectionRound) -> Decimal:
 # --- publishing -------------------------------------------------------------------------------------
 
 
+class NothingToPublish(crowd.InvalidTransition):
+    """Every item of the round has its judgments: there is no work to offer."""
+
+
+def check_work_to_publish(*, round: CollectionRound) -> dict[int, int]:
+    """The slots the round still needs (``slots_still_needed``); NothingToPublish when it needs none."""
+    needed = slots_still_needed(round=round)
+    if round.status == CollectionRound.Status.COMPLETE or (round.status != CollectionRound.Status.DRAFT
+                                                           and not needed):
+        raise NothingToPublish(f"nothing to publish: all {round.items.count()} items of the round are complete")
+    return needed
+
+
 def publish_round(
     *, round: CollectionRound, provider_name: str, options: dict | None = None,
     provider: CrowdProvider | None = None, expected_seconds: float | None = None,
 ) -> PublishResult:
-    """Check everything, then create the round's tasks on the provider, then open the round. Safe to rerun.
+    """Check everything, then create the round's tasks on the provider (only the work it still needs,
+    ``slots_still_needed``), then open the round. Safe to rerun. A round whose items are all complete
+    is refused (NothingToPublish) before anything is created.
 
     A refusal changes nothing: every check is made before the first write, reading only (the
     round's status, the budget cap, the provider's configuration and balance, and the provider's
@@ -155,6 +178,7 @@ def publish_round(
     """
     provider = provider or get_provider(provider_name)
     round = CollectionRound.objects.get(pk=round.pk)
+    check_work_to_publish(round=round)
     if round.status not in (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN):
         raise crowd.InvalidTransition(f"cannot publish a round that is {round.status}")
     if round.status == CollectionRound.Status.DRAFT:
@@ -486,18 +510,23 @@ def _settle(payment: BonusPayment, status: str, error: str = "") -> BonusPayment
 
 
 def pay_round(
-    *, round: CollectionRound, top_up: bool = False, feedback: str = "", providers: dict | None = None
+    *, round: CollectionRound, top_up: bool = False, feedback: str = "", providers: dict | None = None,
+    only: Iterable[int] | None = None,
 ) -> PayReport:
     """Approve every submitted, unreviewed assignment; with ``top_up`` grant each approved one the
     bonus that brings it to the target hourly wage at the median task time (once, via the ledger);
-    then send every bonus not yet settled."""
+    then send every bonus not yet settled. ``only``: the ids of the assignments to approve and pay
+    (a rehearsal pays only the work it simulated); every one when None."""
     cache = providers if providers is not None else {}
     report = PayReport()
     # Settle confirmations first: only work the provider shows is paid, and forgeries are reported.
     report.sync = sync_round(round=round, providers=cache)
+    mine = Assignment.objects.filter(round=round)
+    if only is not None:
+        mine = mine.filter(pk__in=list(only))
     # Only work the provider confirmed is approved and paid.
     pending = (
-        Assignment.objects.counted().filter(round=round, review_status=Assignment.ReviewStatus.SUBMITTED)
+        mine.counted().filter(review_status=Assignment.ReviewStatus.SUBMITTED)
         .select_related("worker", "round").order_by("pk")
     )
     # The round's approval policy (minimum gold accuracy) holds the rest back for a researcher's review.
@@ -506,10 +535,10 @@ def pay_round(
     reviewed = review_submissions(assignments=pending, decision=APPROVE, feedback=feedback, providers=cache)
     report.approved = len(reviewed.done)
     report.errors += [f"assignment {assignment.pk}: {message}" for assignment, message in reviewed.failed]
-    _grant_extra_task_rewards(round=round, report=report, providers=cache)
+    _grant_extra_task_rewards(round=round, report=report, providers=cache, assignments=mine)
     if top_up:
-        _grant_top_ups(round=round, report=report, providers=cache)
-    for payment in BonusPayment.objects.filter(assignment__round=round, status__in=UNSETTLED_BONUS).order_by("pk"):
+        _grant_top_ups(round=round, report=report, providers=cache, assignments=mine)
+    for payment in BonusPayment.objects.filter(assignment__in=mine, status__in=UNSETTLED_BONUS).order_by("pk"):
         payment = send_bonus(payment=payment, providers=cache)
         if payment.status == BonusPayment.Status.PAID:
             report.bonuses_paid += 1
@@ -565,13 +594,13 @@ def resend_unsettled_bonus(*, payment_id: int, round: CollectionRound, providers
     return payment if provider.bonus_settles_later else _settle(payment, BonusPayment.Status.PAID)
 
 
-def _grant_extra_task_rewards(*, round: CollectionRound, report: PayReport, providers: dict) -> None:
+def _grant_extra_task_rewards(*, round: CollectionRound, report: PayReport, providers: dict, assignments) -> None:
     """Each approved task after the first of its provider session (several tasks under one provider
     submission, ``tasks_per_participant``) gets the task reward as a bonus, once, within the budget cap."""
     if round.reward_per_task < Decimal("0.01"):
         return
     approved = (
-        Assignment.objects.counted().filter(round=round, review_status=Assignment.ReviewStatus.APPROVED)
+        assignments.counted().filter(review_status=Assignment.ReviewStatus.APPROVED)
         .exclude(provider_assignment_id="").select_related("worker", "round").order_by("pk")
     )
     for assignment in approved:
@@ -589,7 +618,7 @@ def _grant_extra_task_rewards(*, round: CollectionRound, report: PayReport, prov
         _grant_within_cap(assignment=assignment, amount=reward, reason=EXTRA_TASK_REASON, purpose="extra-task",
                           report=report, providers=providers, freed=freed)
 
-def _grant_top_ups(*, round: CollectionRound, report: PayReport, providers: dict) -> None:
+def _grant_top_ups(*, round: CollectionRound, report: PayReport, providers: dict, assignments) -> None:
     per_task = top_up_per_task(round=round, median_seconds=median_task_seconds(round=round))
     report.top_up_per_task = per_task
     if per_task < Decimal("0.01"):
@@ -599,7 +628,7 @@ def _grant_top_ups(*, round: CollectionRound, report: PayReport, providers: dict
         f"at the median task time. Thank you for your work."
     )
     approved = (
-        Assignment.objects.counted().filter(round=round, review_status=Assignment.ReviewStatus.APPROVED)
+        assignments.counted().filter(review_status=Assignment.ReviewStatus.APPROVED)
         .select_related("worker", "round").order_by("pk")
     )
     for assignment in approved:

@@ -19,14 +19,14 @@ from annotation.forms import ConsentTextForm
 from annotation import services as crowd
 from annotation.models import CollectionRound, WorkItem
 from annotation.samplers import SamplerError
-from annotation.selectors import round_progress
+from annotation.selectors import items_without_eligible_worker, round_progress
 from annotation.task_types import get_task_type
 from providers import services as provider_services
 from providers.dry_run import rehearse
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
 from ..errors import DryRunRequired
-from ..forms import ConfirmPublishForm, ExtendRoundForm, PublishForm, RoundSettingsForm
+from ..forms import ConfirmPublishForm, ExtendRoundForm, PublishForm, RoundSettingsForm, WidenEligibilityForm
 
 ITEMS_PER_PAGE = 25
 DRY_RUN_SALT = "cockpit.rounds.dry-run"
@@ -148,6 +148,8 @@ def _round_context(request, project, round: CollectionRound, **extra) -> dict:
         "can_launch": is_owner(request, project),
         "can_publish": round.status in (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN),
         "extend_form": ExtendRoundForm(),
+        "widen_form": extra.pop("widen_form", None) or WidenEligibilityForm(round=round),
+        "stuck_items": round_builder.describe_items(round=round, items=items_without_eligible_worker(round=round)),
         "publish_form": PublishForm(initial={"provider": provider} if provider else None),
         "consent_form": ConsentTextForm(instance=round),
         **extra,
@@ -196,6 +198,19 @@ def round_extend(request, slug: str, round_id: int):
 
 @researcher_required
 @require_POST
+def round_widen(request, slug: str, round_id: int):
+    """Drop qualification rules so more workers may take the round's tasks (``widen_eligibility``)."""
+    project, round = _owned_round(request, slug, round_id)
+    form = WidenEligibilityForm(request.POST, round=round)
+    if not form.is_valid():
+        return _refused_form(request, project, round, widen_form=form)
+    crowd.widen_eligibility(round=round, rules=form.cleaned_data["rules"])
+    messages.success(request, f"Eligibility widened: {', '.join(form.cleaned_data['rules'])} dropped.")
+    return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
+
+
+@researcher_required
+@require_POST
 def round_consent(request, slug: str, round_id: int):
     """The round's study information and consent text (``annotation.consent`` saves it)."""
     project, round = _owned_round(request, slug, round_id)
@@ -235,10 +250,11 @@ def round_dry_run(request, slug: str, round_id: int):
         return _refused_form(request, project, round, publish_form=form)
     provider, seconds = form.cleaned_data["provider"], form.cleaned_data["expected_seconds"]
     report = rehearse(round=round, provider_name=provider, median_seconds=float(seconds))
-    cost = provider_services.estimate_plan_cost(round=round, items=round.items.count(), provider_name=provider,
+    cost = provider_services.estimate_plan_cost(round=round, items=None, provider_name=provider,
                                                 expected_seconds=seconds)
-    confirm_form = ConfirmPublishForm(initial={"provider": provider, "expected_seconds": seconds,
-                                               "dry_run": _dry_run_token(round, provider)})
+    # A round with no work left publishes nothing: no confirmation to offer.
+    confirm_form = None if report.nothing_to_publish else ConfirmPublishForm(initial={
+        "provider": provider, "expected_seconds": seconds, "dry_run": _dry_run_token(round, provider)})
     return render(request, "cockpit/rounds/detail.html", _round_context(
         request, project, round, publish_form=form, dry_run=report, dry_run_cost=cost, confirm_form=confirm_form))
 
@@ -277,6 +293,7 @@ urlpatterns = [
     path("<slug:slug>/rounds/new/", round_new, name="round-new"),
     path("<slug:slug>/rounds/<int:round_id>/", round_detail, name="round"),
     path("<slug:slug>/rounds/<int:round_id>/extend/", round_extend, name="round-extend"),
+    path("<slug:slug>/rounds/<int:round_id>/widen/", round_widen, name="round-widen"),
     path("<slug:slug>/rounds/<int:round_id>/consent/", round_consent, name="round-consent"),
     path("<slug:slug>/rounds/<int:round_id>/dry-run/", round_dry_run, name="round-dry-run"),
     path("<slug:slug>/rounds/<int:round_id>/publish/", round_publish, name="round-publish"),

@@ -17,8 +17,11 @@ class LocalProvider(CrowdProvider):
     lists_submissions = False
 
     def publish(self, *, round, publication) -> PublishResult:
-        # Open rounds are listed on /work/ for every local worker; there is nothing to create.
-        return PublishResult(publication=publication, tasks_existing=round.items.count())
+        # Open rounds are listed on /work/ for every local worker; there is nothing to create. The
+        # items still needing work are what it offers.
+        from annotation.selectors import slots_still_needed
+
+        return PublishResult(publication=publication, tasks_existing=len(slots_still_needed(round=round)))
 
     def task_url_parameters(self) -> list[str]:
         return []

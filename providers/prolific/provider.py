@@ -22,6 +22,7 @@ import httpx
 from django.conf import settings
 from django.urls import reverse
 
+from annotation.selectors import slots_still_needed
 from crowdbench.retry import (
     NOT_SENT,
     RetryPolicy,
@@ -255,7 +256,8 @@ class ProlificProvider(CrowdProvider):
                 "prolific_id_option": "url_parameters",
                 "completion_codes": [{"code": code, "code_type": "COMPLETED",
                                       "actions": [{"action": "MANUALLY_REVIEW"}]}],
-                "total_available_places": round.items.count() * round.workers_per_item,
+                # Only the work still needed: judgments already in are not offered again.
+                "total_available_places": sum(slots_still_needed(round=round).values()),
                 "estimated_completion_time": minutes,
                 "maximum_allowed_time": max(minutes, math.ceil(round.time_limit_seconds / 60)),
                 "reward": to_minor(round.reward_per_task),
@@ -323,10 +325,11 @@ class ProlificProvider(CrowdProvider):
         publication = Publication.objects.get(round=assignment.round, provider=self.name)
         return {"redirect_url": COMPLETE_URL.format(code=publication.details["completion_code"])}
 
-    def estimate_cost(self, *, round, expected_bonuses: Decimal = Decimal("0"), items: int | None = None):
+    def estimate_cost(self, *, round, expected_bonuses: Decimal = Decimal("0"), items: int | None = None,
+                      tasks: int | None = None):
         """With ``tasks_per_participant`` above 1, at the limit each participant's first task is paid by the
         study reward and the others as bonuses (with the bonus fee)."""
-        estimate = super().estimate_cost(round=round, expected_bonuses=expected_bonuses, items=items)
+        estimate = super().estimate_cost(round=round, expected_bonuses=expected_bonuses, items=items, tasks=tasks)
         places = math.ceil(estimate.tasks / tasks_per_session(round))
         extra = estimate.tasks - places
         if not extra:

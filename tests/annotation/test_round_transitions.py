@@ -74,9 +74,9 @@ def test_allowed_actions_follow_the_status():
     with pytest.raises(services.InvalidTransition, match="cannot extend a round that is draft"):
         services.extend_round(round=round, time_limit_seconds=4000)
     round = services.open_round(round=round)
-    assert services.allowed_actions(round) == ["pause", "extend", "close", "cancel"]
+    assert services.allowed_actions(round) == ["pause", "extend", "widen", "close", "cancel"]
     round = services.pause_round(round=round)
-    assert services.allowed_actions(round) == ["resume", "extend", "close", "cancel"]
+    assert services.allowed_actions(round) == ["resume", "extend", "widen", "close", "cancel"]
     round = services.close_round(round=round)
     assert services.allowed_actions(round) == []
 

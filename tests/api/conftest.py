@@ -41,8 +41,8 @@ def study(project, tmp_path, releases_in_tmp):
 
 @pytest.fixture
 def world(study, researcher, tmp_path):
-    """``study`` with the demo review sets, both models' outputs, an open pairwise round judged by
-    three local workers, and a release: something behind every endpoint."""
+    """``study`` with the demo review sets, both models' outputs, a pairwise round judged by two
+    local workers (so complete), and a release: something behind every endpoint."""
     from annotation import services as crowd
     from datasets_app.demo import create_demo_data
     from datasets_app.model_outputs import import_predictions

@@ -44,7 +44,8 @@ def test_filters(world, owner_api):
     assert japanese["count"] == 1 and japanese["results"][0]["language"] == "ja"
     assert len(japanese["results"][0]["reviews"]) == 5
     assert owner_api.get("/api/model-outputs/", {"model": "model-good"}).json()["count"] == 4
-    assert owner_api.get("/api/rounds/", {"status": "open", "task_type": "pairwise"}).json()["count"] == 1
+    assert owner_api.get("/api/rounds/", {"status": "complete", "task_type": "pairwise"}).json()["count"] == 1
+    assert owner_api.get("/api/rounds/", {"status": "open"}).json()["count"] == 0
     assert owner_api.get("/api/rounds/", {"status": "closed"}).json()["count"] == 0
     assert owner_api.get("/api/items/", {"round": world["round"].pk}).json()["count"] == 2
     assert owner_api.get("/api/submissions/", {"round": world["round"].pk, "status": "submitted"}).json()["count"] == 4
@@ -171,6 +172,11 @@ def test_round_transitions_are_refused_when_illegal(world, owner_api):
 @pytest.mark.parametrize("provider", ["mturk", "prolific"])
 def test_publish_on_the_local_provider_after_a_dry_run(world, owner_api, provider):
     round = world["round"]
+    finished = owner_api.post(f"/api/rounds/{round.pk}/publish/", {"provider": "local"}, format="json")
+    assert finished.status_code == 409 and "nothing to publish" in finished.json()["detail"]
+    # One more item: the round is open again, and that item's two slots are the work still needed.
+    instance = round.items.order_by("position").first().output_a.instance
+    crowd.add_items(round=round, targets=[tuple(ModelOutput.objects.filter(instance=instance).order_by("model_name")[:2])])
     CollectionRound.objects.filter(pk=round.pk).update(reward_per_task="0.50")
     before = (Assignment.objects.count(), list(Assignment.objects.values_list("review_status", flat=True)))
     dry = owner_api.post(f"/api/rounds/{round.pk}/publish/", {"provider": provider, "dry_run": True, "seed": 1},
@@ -181,7 +187,7 @@ def test_publish_on_the_local_provider_after_a_dry_run(world, owner_api, provide
     assert (Assignment.objects.count(), list(Assignment.objects.values_list("review_status", flat=True))) == before
     published = owner_api.post(f"/api/rounds/{round.pk}/publish/", {"provider": "local"}, format="json")
     assert published.status_code == 200, published.json()
-    assert published.json()["tasks_existing"] == 2 and published.json()["publication_status"] == "published"
+    assert published.json()["tasks_existing"] == 1 and published.json()["publication_status"] == "published"
     unknown = owner_api.post(f"/api/rounds/{round.pk}/publish/", {"provider": "pigeon"}, format="json")
     assert unknown.status_code == 400 and "provider" in unknown.json()
     bad_option = owner_api.post(f"/api/rounds/{round.pk}/publish/",

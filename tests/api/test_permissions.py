@@ -132,7 +132,7 @@ def test_session_authentication_works_for_researchers_and_needs_csrf_for_writes(
     assert browser.get("/api/rounds/").json()["count"] == 1
     refused = browser.post(f"/api/rounds/{world['round'].pk}/close/")
     assert refused.status_code == 403 and "CSRF" in refused.json()["detail"]
-    assert CollectionRound.objects.get(pk=world["round"].pk).status == "open"
+    assert CollectionRound.objects.get(pk=world["round"].pk).status == "complete"  # the judged round, unchanged
 
 
 def test_the_api_root_answers_a_token_like_every_endpoint(world, researcher, worker_api):

@@ -118,13 +118,15 @@ def test_project_watch_aggregates_the_open_rounds(data, researcher):
     other = create_project(name="Other", slug="other", owner=researcher)
     judged_project(other)  # another project's rounds never count here
     watch = project_watch(project=data.pairwise.project, coverage_target=2)
-    assert {row["round"]["id"] for row in watch["open_rounds"]} == {data.pairwise.pk, data.ranking.pk, data.ranking_ja.pk}
+    # The ranking rounds have all their judgments: complete, listed apart from the rounds in progress.
+    assert {row["round"]["id"] for row in watch["open_rounds"]} == {data.pairwise.pk}
+    assert {row["id"] for row in watch["complete_rounds"]} == {data.ranking.pk, data.ranking_ja.pk}
     totals = watch["totals"]
-    assert totals["items"] == 12 + 2 + 1 and totals["items_completed"] == 11 + 2 + 1
+    assert totals["items"] == 12 and totals["items_completed"] == 11
     assert totals["in_flight"] == 1
-    assert totals["spend"] == [{"currency": "USD", "spent": REWARD * (35 + 9), "budget_cap": Decimal("20.00"),
-                                "uncapped": 2}]
-    assert sum(row["submissions"] for row in watch["throughput"]) == 35 + 9
+    assert totals["spend"] == [{"currency": "USD", "spent": REWARD * 35, "budget_cap": Decimal("20.00"),
+                                "uncapped": 0}]
+    assert sum(row["submissions"] for row in watch["throughput"]) == 35
     assert {(row["name"], row["done"], row["reached"]) for row in watch["verified_per_family"]} == {
         ("Counting study-a", 2, True), ("Colours study-a", 1, False)}
 
@@ -152,8 +154,9 @@ def test_project_watch_page_links_each_open_round(client, collaborator, data):
     html = client.get(reverse("cockpit:watch", args=["study-a"])).content.decode()
     for round in (data.pairwise, data.ranking):
         assert reverse("cockpit:round-watch", args=["study-a", round.pk]) in html
-    assert client.get(reverse("cockpit:watch-json", args=["study-a"])).json()["totals"]["rounds"] == 3
-    assert "spent of 20.00 USD capped · 2 rounds without cap" in html
+    # The complete ranking rounds are linked under "Complete rounds", not counted as open.
+    assert client.get(reverse("cockpit:watch-json", args=["study-a"])).json()["totals"]["rounds"] == 1
+    assert "spent of 20.00 USD capped" in html and "without cap" not in html
     CollectionRound.objects.filter(project__slug="study-a").update(budget_cap=None)
     html = client.get(reverse("cockpit:watch", args=["study-a"])).content.decode()
     assert "spent · no cap" in html and "capped" not in html and "without cap" not in html

@@ -533,3 +533,80 @@ def test_round_pages_show_yen_without_decimal_places(client, researcher, project
     assert "spent 90 JPY" in html
     html = client.get(reverse("cockpit:rounds", args=[project.slug])).content.decode()
     assert "<td>90 JPY</td>" in html
+
+
+# --- items no eligible worker remains for ------------------------------------------------------------
+
+
+def stuck_round(project):
+    """One item, one worker each, English speakers only: Ann (English) did it and was rejected; Ben
+    (no language listed) may not take it."""
+    from tests.annotation.factories import make_worker
+
+    round = draft_round(project, workers_per_item=1, qualification_rules={"language_matched": True})
+    round.items.exclude(pk=round.items.order_by("position").first().pk).delete()
+    crowd.open_round(round=round)
+    ann = crowd.set_worker_languages(worker=make_worker("ann"), languages=["en"])
+    ben = make_worker("ben")
+    assignment = crowd.request_assignment(round=round, worker=ann)
+    crowd.submit_assignment(assignment_id=assignment.pk, worker=ann, data={"choice": "left"})
+    crowd.reject_assignment(assignment=Assignment.objects.get(pk=assignment.pk), feedback="Not read.")
+    return round, ann, ben
+
+
+def test_eligible_workers_are_the_ones_the_rules_let_in_and_an_item_is_stuck_when_all_had_it(project):
+    from annotation.selectors import eligible_workers, items_without_eligible_worker
+
+    round, ann, ben = stuck_round(project)
+    assert [worker.pk for worker in eligible_workers(round=round)] == [ann.pk]
+    assert [item.pk for item in items_without_eligible_worker(round=round)] == [round.items.get().pk]
+    ben = crowd.set_worker_languages(worker=ben, languages=["en"])
+    assert items_without_eligible_worker(round=round) == []
+    # Work in flight is not stuck: it waits for the worker holding it.
+    assert crowd.request_assignment(round=round, worker=ben) is not None
+    crowd.set_worker_languages(worker=ben, languages=[])
+    assert items_without_eligible_worker(round=round) == []
+
+
+def test_an_item_no_eligible_worker_remains_for_is_shown_with_the_actions_that_unblock_it(client, researcher, project):
+    round, _ann, ben = stuck_round(project)
+    client.force_login(researcher)
+    page = client.get(round_url(round)).content.decode()
+    assert 'id="stuck-items"' in page and "Items no eligible worker remains for" in page
+    assert 'id="stuck-extend"' in page and 'id="stuck-close"' in page and 'id="widen-form"' in page
+    assert 'value="language_matched"' in page
+    response = client.post(round_url(round, "cockpit:round-widen"), {"rules": ["language_matched"]})
+    assert response.status_code == 302
+    round.refresh_from_db()
+    assert round.qualification_rules == {}
+    assert 'id="stuck-items"' not in client.get(round_url(round)).content.decode()
+    assert crowd.request_assignment(round=round, worker=ben) is not None
+
+
+def test_widening_refuses_a_rule_the_round_lacks_and_changes_nothing(client, researcher, project):
+    round, _ann, _ben = stuck_round(project)
+    client.force_login(researcher)
+    response = client.post(round_url(round, "cockpit:round-widen"), {"rules": ["qualified_only"]})
+    assert response.status_code == 400
+    with pytest.raises(crowd.InvalidTransition, match="no rule qualified_only"):
+        crowd.widen_eligibility(round=round, rules=["qualified_only"])
+    round.refresh_from_db()
+    assert round.qualification_rules == {"language_matched": True}
+
+
+def test_a_dry_run_of_a_complete_round_says_nothing_to_publish_and_offers_no_publish(client, researcher, project):
+    from tests.annotation.factories import make_worker
+
+    round = draft_round(project, workers_per_item=1)
+    crowd.open_round(round=round)
+    worker = make_worker()
+    while (assignment := crowd.request_assignment(round=round, worker=worker)) is not None:
+        crowd.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
+    round.refresh_from_db()
+    assert round.status == CollectionRound.Status.COMPLETE
+    client.force_login(researcher)
+    assert 'id="dry-run-form"' not in client.get(round_url(round)).content.decode()
+    response = client.post(round_url(round, "cockpit:round-dry-run"), {"provider": "mturk", "expected_seconds": "60"})
+    page = response.content.decode()
+    assert response.status_code == 200 and "nothing to publish" in page and 'id="publish-form"' not in page
+    assert not Publication.objects.exists()
