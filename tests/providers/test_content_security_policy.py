@@ -95,6 +95,8 @@ def pages(researcher_client, round_factory):
         (researcher_client, "/admin/"),
         (researcher_client, "/admin/annotation/collectionround/"),
         (researcher_client, "/api/docs/"),
+        (researcher_client, "/api/projects/?format=api"),  # DRF's browsable API
+        (researcher_client, "/api/projects/study-a/?format=api"),
         (worker, reverse("annotation:work-list")),
         (worker, reverse("annotation:history")),
         (worker, reverse("annotation:round", args=[round.pk])),
