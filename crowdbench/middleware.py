@@ -8,6 +8,9 @@ then only ever see clean input.
 ``RateLimitMiddleware`` counts requests to the views named in ``settings.RATE_LIMITS`` per
 client address and per worker (the logged-in user, the signed task token of a provider page, or
 the user name tried on a login form, from that address) in the cache, and answers 429 beyond the limit.
+
+``ContentSecurityPolicyMiddleware`` gives each request a fresh nonce and each response the
+Content-Security-Policy header of ``crowdbench.csp``.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from django.http.multipartparser import MultiPartParserError
 from django.utils.html import format_html
 from django_ratelimit.core import get_usage
 
+from . import csp
 from .credentials import sign_in_key
 from .input_checks import HostileInput, check_text, load_json
 
@@ -178,3 +182,19 @@ class ServiceErrorPageMiddleware:
         if request.path.startswith("/api/"):
             return refusal(request, exception.message, exception.status_code)
         return render(request, "message.html", {"message": exception.message}, status=exception.status_code)
+
+
+class ContentSecurityPolicyMiddleware:
+    """The nonce is made before any view runs, so templates can use it; the header is set on every
+    response from the views and the middleware below (refusals, error pages included)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.csp_nonce = csp.new_nonce()
+        response = self.get_response(request)
+        if "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = csp.header_value(
+                nonce=request.csp_nonce, replace=getattr(response, "csp_replace", None))
+        return response

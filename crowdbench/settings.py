@@ -97,6 +97,8 @@ MIDDLEWARE = [
     "django_guid.middleware.guid_middleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # The Content-Security-Policy of every page (crowdbench/csp.py, CONTENT_SECURITY_POLICY below).
+    "crowdbench.middleware.ContentSecurityPolicyMiddleware",
     # Refuses hostile input (control characters, deep JSON, huge bodies) before anything reads it.
     "crowdbench.middleware.InputCheckMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -120,6 +122,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "crowdbench.csp.nonce",
                 "cockpit.context_processors.roles",
                 "annotation.context_processors.roles",
                 "django.template.context_processors.i18n",
@@ -351,6 +354,21 @@ if os.environ.get("SECURE_PROXY_SSL_HEADER"):
 # Paths never redirected to HTTPS (e.g. a plain-HTTP health check): comma-separated regexes.
 SECURE_REDIRECT_EXEMPT = env_list("SECURE_REDIRECT_EXEMPT", "")
 
+# Content-Security-Policy of every response (crowdbench/csp.py, docs/security.md). "<nonce>" becomes
+# the response's fresh 'nonce-…', "<media>" the media storage's origin when it is not this site.
+# Views replace a directive with crowdbench.csp.csp_replace (the MTurk page: frame-ancestors).
+CONTENT_SECURITY_POLICY = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'", "<nonce>"],
+    "style-src": ["'self'", "<nonce>"],
+    "img-src": ["'self'", "data:", "https:", "<media>"],
+    "connect-src": ["'self'"],
+    "frame-ancestors": ["'none'"],
+    "form-action": ["'self'"],
+    "base-uri": ["'none'"],
+    "object-src": ["'none'"],
+}
+
 # --- Request bounds --------------------------------------------------------------------------------
 # Bodies without their files (JSON, form fields); larger ones are refused with a 400.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_number("DATA_UPLOAD_MAX_MEMORY_SIZE", str(1024 * 1024), int)
@@ -490,6 +508,10 @@ if MTURK_ENVIRONMENT not in {"sandbox", "production"}:
     raise ImproperlyConfigured(f"MTURK_ENVIRONMENT must be sandbox or production, got {MTURK_ENVIRONMENT!r}")
 MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")  # overrides the environment (tests, fakes)
 MTURK_MAX_ATTEMPTS = env_number("MTURK_MAX_ATTEMPTS", "5", int)  # tries per call (crowdbench.retry)
+# Sites that may frame the MTurk task page (CSP frame-ancestors): MTurk's worker sites, where an
+# ExternalQuestion HIT is shown in a frame.
+MTURK_FRAME_ANCESTORS = env_list(
+    "MTURK_FRAME_ANCESTORS", "https://worker.mturk.com,https://www.mturk.com,https://workersandbox.mturk.com")
 MTURK_FRAME_HEIGHT = env_number("MTURK_FRAME_HEIGHT", "900", int)
 MTURK_LIFETIME_SECONDS = env_number("MTURK_LIFETIME_SECONDS", str(7 * 24 * 3600), int)
 MTURK_AUTO_APPROVAL_DELAY_SECONDS = env_number("MTURK_AUTO_APPROVAL_DELAY_SECONDS", str(3 * 24 * 3600), int)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.shortcuts import get_object_or_404, render
 from django.utils import translation
 from django.views.decorators.csrf import csrf_exempt
@@ -10,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_exempt
 
 from annotation import services as crowd
+from crowdbench.csp import csp_replace
 from annotation.models import CollectionRound
 from providers import services
 from providers.views import consent_gate, refuse, render_task_page
@@ -22,7 +24,20 @@ PREVIEW_ASSIGNMENT_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_ID = re.compile(r"^[A-Z0-9]{1,64}$")
 
 
-@xframe_options_exempt  # MTurk shows this page in an iframe on its own site
+def frame_ancestors(request) -> list[str]:
+    return list(settings.MTURK_FRAME_ANCESTORS)
+
+
+def form_action(request) -> list[str]:
+    """Our own forms (study information), and the hand-over to externalSubmit, which answers with a
+    redirect to MTurk's worker site (a form's redirects are checked against form-action too)."""
+    return ["'self'", *sorted(submit_hosts()), *settings.MTURK_FRAME_ANCESTORS]
+
+
+# MTurk shows this page in an iframe on its worker site: only those sites may frame it (CSP
+# frame-ancestors, which supersedes X-Frame-Options; that header would forbid MTurk's frame too).
+@csp_replace(frame_ancestors=frame_ancestors, form_action=form_action)
+@xframe_options_exempt
 @csrf_exempt  # the study-information answer is checked by its signed token instead
 def task(request, round_id: int):
     round = get_object_or_404(CollectionRound, pk=round_id)

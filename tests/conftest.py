@@ -87,6 +87,31 @@ def shared_cache(settings):
                                     "LOCATION": "shared-sessions"}}
 
 
+@pytest.fixture(autouse=True)
+def no_csp_violations(request):
+    """A test that drives chromium fails if a page broke its Content-Security-Policy (an inline
+    script, handler or style, a resource from an origin the policy leaves out, a refused frame).
+    A test that provokes a refusal on purpose reads and clears ``csp_violations``."""
+    if "browser" not in request.fixturenames:
+        yield
+        return
+    from tests.annotation.browser.conftest import CSP_VIOLATIONS
+
+    CSP_VIOLATIONS.clear()
+    yield
+    found, CSP_VIOLATIONS[:] = list(CSP_VIOLATIONS), []
+    if found:
+        pytest.fail("Content-Security-Policy violations in chromium:\n" + "\n".join(found), pytrace=False)
+
+
+@pytest.fixture
+def csp_violations():
+    """The CSP refusals chromium reported so far in this test (see ``no_csp_violations``)."""
+    from tests.annotation.browser.conftest import CSP_VIOLATIONS
+
+    return CSP_VIOLATIONS
+
+
 def pytest_collection_modifyitems(config, items):
     """Every test that drives chromium carries the ``browser`` marker, however its module marks it
     (CI's second, PostgreSQL pass leaves the browser out: pages do not depend on the database)."""

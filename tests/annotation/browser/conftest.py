@@ -16,6 +16,39 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+# What chromium reported as refused by the pages' Content-Security-Policy, in any context of the
+# current test; the autouse fixture ``no_csp_violations`` (tests/conftest.py) fails the test on any.
+CSP_VIOLATIONS: list[str] = []
+
+
+def record_csp_violations(context) -> None:
+    """Chromium logs each refusal to the console ("Refused to execute inline script because it
+    violates the following Content Security Policy directive: ...")."""
+
+    def on_console(message):
+        if "Content Security Policy" in message.text:
+            CSP_VIOLATIONS.append(f"{message.text} (at {message.location.get('url', '?')})")
+
+    context.on("console", on_console)
+
+
+def watch_csp(browser) -> None:
+    """Every context the tests open on ``browser``, through ``new_context`` or ``new_page``, reports
+    its CSP refusals."""
+    new_context, new_page = browser.new_context, browser.new_page
+
+    def watched_new_context(*args, **kwargs):
+        context = new_context(*args, **kwargs)
+        record_csp_violations(context)
+        return context
+
+    def watched_new_page(*args, **kwargs):
+        page = new_page(*args, **kwargs)
+        record_csp_violations(page.context)
+        return page
+
+    browser.new_context, browser.new_page = watched_new_context, watched_new_page
+
 
 # Module scope: Playwright keeps an event loop running in this thread until it stops, which would
 # break later tests that call async_to_sync.
@@ -36,6 +69,7 @@ def browser():
     except Exception:
         playwright.stop()
         raise
+    watch_csp(browser)
     yield browser
     browser.close()
     playwright.stop()

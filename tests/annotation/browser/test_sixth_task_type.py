@@ -10,6 +10,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.template import Template
 from django.urls import reverse
+from playwright.sync_api import expect
 
 from annotation import services
 from annotation.models import Assignment
@@ -125,7 +126,7 @@ def test_the_worker_page_takes_the_sixth_type(clarity, page):
     page.wait_for_selector("#task-form[data-ready=true]")
     assert page.locator(".task-type").text_content() == "Instruction clarity"
     page.get_by_role("button", name="Submit").click()
-    page.wait_for_function("document.getElementById('task-status').textContent.includes('Say whether')")
+    expect(page.locator("#task-status")).to_contain_text("Say whether", timeout=15_000)
     page.check("#clear-yes")
     page.get_by_role("button", name="Submit").click()
     page.wait_for_selector("#no-task")

@@ -2,6 +2,7 @@
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.models import Assignment
 from annotation.task_types.ranking import shown_order
@@ -142,7 +143,7 @@ def test_a_multi_image_refusal_names_the_image(page):
     fill_image_row(page.get_by_role("group", name="Image 2"), license="CC-BY-4.0", creator="Someone",
                    source_url="https://openverse.org/image/b")
     page.get_by_role("button", name="Submit").click()
-    page.wait_for_function("document.getElementById('task-status').textContent.startsWith('Image 2:')")
+    expect(page.locator("#task-status")).to_have_text(re.compile(r"^Image 2:"), timeout=15_000)
     assert not Instance.objects.filter(instruction="Which is newer?").exists()
     assert page.js_errors == []
 
@@ -158,7 +159,7 @@ def test_caption_task_shows_a_hostile_instruction_inert_and_stores_one_caption_p
     # An empty caption is refused with a message, and nothing is stored.
     page.get_by_label("Caption of image 1").fill("A red circle on the left.")
     page.get_by_role("button", name="Submit").click()
-    page.wait_for_function("document.getElementById('task-status').textContent.includes('is empty')")
+    expect(page.locator("#task-status")).to_contain_text("is empty", timeout=15_000)
     assert not Caption.objects.filter(instance=instance).exists()
 
     page.get_by_label("Caption of image 2").fill("A blue <b>square</b> on the right.")

@@ -1,6 +1,7 @@
 """In chromium: a worker states Japanese and the Japanese ranking round appears; the study information
 comes before the first task; a broken image becomes a placeholder whose report is stored."""
 import pytest
+from playwright.sync_api import expect
 
 from annotation.models import ConsentDecision, ImageReport
 from datasets_app.models import Image
@@ -68,8 +69,7 @@ def test_broken_image_shows_a_placeholder_with_its_link_and_the_report_is_stored
     assert link.get_attribute("href") == broken_url and link.text_content() == broken_url
     assert page.locator(".images img").first.is_hidden()
     placeholder.locator(".image-report-button").click()
-    page.wait_for_function(
-        "document.querySelector('.image-report-status').textContent.includes('reported')")
+    expect(page.locator(".image-report-status").first).to_contain_text("reported", timeout=15_000)
     report = ImageReport.objects.get()
     assert report.image_url == broken_url and report.worker.user == user and report.item.round == round
     # The button is spent; a repeated report from the page (a second tab, say) stores nothing new.

@@ -62,6 +62,7 @@ def test_forged_mturk_ids_in_the_framed_page_complete_nothing(
         task = (f"{live_server.url}/work/mturk/{round.pk}/?assignmentId=3FORGEDASSIGNMENT1&hitId={hit.hit_id}"
                 f"&workerId=AFORGED1&turkSubmitTo={quote(turk.url, safe='')}")
         settings.MTURK_ENDPOINT_URL = turk.url  # the stand-in worker site is an allowed turkSubmitTo
+        settings.MTURK_FRAME_ANCESTORS = [turk.url]  # and may frame the page
         turk.choose_right_and_submit(browser, task)
     settings.MTURK_ENDPOINT_URL = mturk_fake.url
     assignment = Assignment.objects.get()

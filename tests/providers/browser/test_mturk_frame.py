@@ -1,5 +1,6 @@
 """The MTurk worker page inside an iframe of another origin, as on MTurk's site: the worker does the
-task, the page saves on our server with its token (no cookies), then posts to externalSubmit."""
+task, the page saves on our server with its token (no cookies), then posts to externalSubmit. Only
+the sites of MTURK_FRAME_ANCESTORS may frame it; chromium refuses any other."""
 from __future__ import annotations
 
 import threading
@@ -98,6 +99,7 @@ def test_framed_task_saves_here_then_posts_to_external_submit(
     assignment_id = mturk_fake.accept_assignment(hit.hit_id, "AFRAMED1")
     with TurkSite() as turk:
         settings.MTURK_ENDPOINT_URL = turk.url  # the configured endpoint is an allowed turkSubmitTo
+        settings.MTURK_FRAME_ANCESTORS = [turk.url]  # standing for MTurk's worker sites
         task = (f"{live_server.url}/work/mturk/{round.pk}/?assignmentId={assignment_id}&hitId={hit.hit_id}"
                 f"&workerId=AFRAMED1&turkSubmitTo={quote(turk.url, safe='')}")
         errors = turk.choose_right_and_submit(browser, task)
@@ -107,3 +109,34 @@ def test_framed_task_saves_here_then_posts_to_external_submit(
     assert turk.submissions[0]["crowdbench_answers"] == '{"choice":"right"}'
     assignment = Assignment.objects.get()
     assert assignment.status == "submitted" and assignment.payload == {"choice": "right"}
+
+
+def test_a_site_other_than_mturks_cannot_frame_the_task_page(
+    browser, live_server, mturk_fake, round_factory, settings, csp_violations,  # noqa: F811
+):
+    round = round_factory(items=1, workers_per_item=1)
+    services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0))
+    hit = HIT.objects.get()
+    assignment_id = mturk_fake.accept_assignment(hit.hit_id, "AFRAMED2")
+    with TurkSite() as turk, TurkSite() as elsewhere:
+        settings.MTURK_ENDPOINT_URL = turk.url
+        settings.MTURK_FRAME_ANCESTORS = [turk.url]
+        task = (f"{live_server.url}/work/mturk/{round.pk}/?assignmentId={assignment_id}&hitId={hit.hit_id}"
+                f"&workerId=AFRAMED2&turkSubmitTo={quote(turk.url, safe='')}")
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        with page.expect_response(lambda response: response.url.startswith(live_server.url)) as framed:
+            page.goto(f"{elsewhere.url}/hit?src={quote(task, safe='')}")
+        assert framed.value.status == 200  # our server answered; chromium would not show the page
+        page.wait_for_load_state("load")
+        for _ in range(50):
+            if csp_violations:
+                break
+            page.wait_for_timeout(100)
+        frame = page.frame_locator("#hit")
+        assert frame.locator("#task-form").count() == 0
+        context.close()
+    assert len(csp_violations) == 1 and "frame-ancestors" in csp_violations[0], csp_violations
+    assert f"frame-ancestors {turk.url}" in csp_violations[0]
+    csp_violations.clear()  # the refusal this test expects

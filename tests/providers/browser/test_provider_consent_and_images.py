@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.models import Assignment, ConsentDecision, ImageReport
 from providers import services
@@ -39,7 +40,7 @@ def test_participant_agrees_then_reports_a_broken_image(browser, live_server, pr
     image_url = placeholder.locator("a.image-placeholder-link").get_attribute("href")
     assert image_url.startswith("https://images.example.org/")
     placeholder.locator(".image-report-button").click()
-    page.wait_for_function("document.querySelector('.image-report-status').textContent.includes('reported')")
+    expect(page.locator(".image-report-status").first).to_contain_text("reported", timeout=15_000)
     context.close()
     assert errors == []
     report = ImageReport.objects.get()
