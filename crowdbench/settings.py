@@ -248,8 +248,8 @@ REST_FRAMEWORK = {
     # One policy for every API view: a hashed token or the session. No scheme that checks a password
     # (HTTP Basic): every credential check counts against the sign-in limiter (crowdbench/credentials.py).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "crowdbench.credentials.CountedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
+        "crowdbench.credentials.CountedTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Service errors map to HTTP in one place, not in each view.

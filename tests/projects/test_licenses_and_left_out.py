@@ -193,10 +193,13 @@ def test_stored_license_spellings_are_normalised_by_the_data_migration():
 
     from django.apps import apps
 
+    from projects.services import unassigned_project
+
     migration = importlib.import_module("datasets_app.migrations.0003_normalise_image_license_spellings")
     spellings = {"CC BY 4.0": "CC-BY-4.0", "cc0": "CC0-1.0", "Public Domain Mark 1.0": "PDM-1.0",
                  "CC BY-NC 4.0": "CC-BY-NC-4.0", "": "", "Flickr license": "Flickr license"}
-    images = {Image.objects.create(url=f"https://img.example.org/{n}.jpg", license=value).pk: expected
-              for n, (value, expected) in enumerate(spellings.items())}
+    project = unassigned_project()
+    images = {Image.objects.create(project=project, url=f"https://img.example.org/{n}.jpg", license=value).pk:
+              expected for n, (value, expected) in enumerate(spellings.items())}
     migration.normalise(apps, None)
     assert dict(Image.objects.values_list("pk", "license")) == images
