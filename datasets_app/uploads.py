@@ -6,7 +6,6 @@ file as uploaded, the row and the field, and changes nothing.
 """
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 
 from crowdbench.errors import ServiceError
+from crowdbench.input_checks import HostileInput, parse_json
 
 from .file_errors import InputFileError
 from .image_urls import ImportURLChecker
@@ -161,9 +161,11 @@ def read_families(name: str, text: str) -> list[FamilyRecord]:
         raise InputFileError(name, f"more than {MAX_FAMILIES} families")
     for number, line in lines:
         try:
-            raw = json.loads(line)
-        except ValueError as error:
-            raise InputFileError(name, f"not JSON ({error.msg})", row=number) from None
+            # The reader of request bodies: nesting, number and text bounds, the field at fault named.
+            raw = parse_json(line)
+        except HostileInput as refused:
+            raise InputFileError(name, refused.message.rstrip("."), row=number,
+                                 column=refused.field[:60] if refused.field else None) from None
         if not isinstance(raw, dict):
             raise InputFileError(name, "a record must be a JSON object", row=number)
         unknown = sorted(set(raw) - FAMILY_FIELDS)
