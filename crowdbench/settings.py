@@ -190,6 +190,9 @@ RELEASES_ROOT = Path(os.environ.get("RELEASES_ROOT", BASE_DIR / "releases"))
 MAX_IMAGE_UPLOAD_BYTES = int(os.environ.get("MAX_IMAGE_UPLOAD_BYTES", str(10 * 1024 * 1024)))
 # Data files (predictions, review sets, families) uploaded from the project board.
 MAX_DATA_UPLOAD_BYTES = env_number("MAX_DATA_UPLOAD_BYTES", str(20 * 1024 * 1024), int)
+# Seed images of one uploaded instruction family (the published multi-image instances have up to 10);
+# checked before any of their hosts is looked up.
+MAX_SEED_IMAGES_PER_FAMILY = env_number("MAX_SEED_IMAGES_PER_FAMILY", "10", int)
 
 # Media (uploaded and generated images): on disk under MEDIA_ROOT, or with MEDIA_STORAGE=s3 in an
 # S3-compatible bucket through django-storages (docs/deploy.md). The credentials come from the

@@ -151,7 +151,8 @@ def _text(name: str, row: int, raw: dict, key: str, *, limit: int, required: boo
 
 def read_families(name: str, text: str) -> list[FamilyRecord]:
     """Families as JSON lines: name, description, multi_image (true/false), seed_instruction,
-    seed_response, seed_image_urls (list of http(s) URLs), license (of the seed images)."""
+    seed_response, seed_image_urls (list of at most ``MAX_SEED_IMAGES_PER_FAMILY`` http(s) URLs; each
+    host is looked up once per upload), license (of the seed images)."""
     records, names = [], set()
     check_url = ImportURLChecker()
     lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
@@ -181,6 +182,10 @@ def read_families(name: str, text: str) -> list[FamilyRecord]:
         urls = raw["seed_image_urls"]
         if not isinstance(urls, list) or not urls or not all(isinstance(url, str) for url in urls):
             raise InputFileError(name, "must be a non-empty list of image URLs", row=number, column="seed_image_urls")
+        if len(urls) > settings.MAX_SEED_IMAGES_PER_FAMILY:
+            # Before any host is looked up: each lookup may take seconds.
+            raise InputFileError(name, f"more than {settings.MAX_SEED_IMAGES_PER_FAMILY} seed images ({len(urls)} given)",
+                                 row=number, column="seed_image_urls")
         if len(urls) > 1 and not multi:
             raise InputFileError(name, "several seed images need \"multi_image\": true", row=number,
                                  column="seed_image_urls")
