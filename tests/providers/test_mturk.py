@@ -414,3 +414,13 @@ def test_a_reward_mturk_refuses_is_a_provider_refusal_naming_mturks_reason(mturk
         publish(round)
     assert not HIT.objects.exists()
     assert not mturk_fake.calls("CreateHITWithHITType")
+
+
+@pytest.mark.parametrize("encoded", ["[" * 100_000 + "]" * 100_000, '{"choice": "\\ud800"}'],
+                         ids=["nested-100000-deep", "lone-surrogate"])
+def test_hostile_answers_listed_by_mturk_are_kept_undecoded_instead_of_stopping_the_sync(encoded):
+    """A worker can hand MTurk any text; json.loads raised RecursionError (deep) or kept a lone surrogate."""
+    from mturk.provider import ANSWERS_FIELD, decode_answers
+
+    assert decode_answers({ANSWERS_FIELD: encoded}) == {ANSWERS_FIELD: encoded}
+    assert decode_answers({ANSWERS_FIELD: '{"choice": "left"}'}) == {"choice": "left"}
