@@ -182,10 +182,11 @@ def read_families(name: str, text: str) -> list[FamilyRecord]:
         urls = raw["seed_image_urls"]
         if not isinstance(urls, list) or not urls or not all(isinstance(url, str) for url in urls):
             raise InputFileError(name, "must be a non-empty list of image URLs", row=number, column="seed_image_urls")
-        if len(urls) > settings.MAX_SEED_IMAGES_PER_FAMILY:
+        most = settings.MAX_SEED_IMAGES_PER_FAMILY
+        if len(urls) > most:
             # Before any host is looked up: each lookup may take seconds.
-            raise InputFileError(name, f"more than {settings.MAX_SEED_IMAGES_PER_FAMILY} seed images ({len(urls)} given)",
-                                 row=number, column="seed_image_urls")
+            raise InputFileError(name, f"more than {most} seed images ({len(urls)} given)", row=number,
+                                 column="seed_image_urls")
         if len(urls) > 1 and not multi:
             raise InputFileError(name, "several seed images need \"multi_image\": true", row=number,
                                  column="seed_image_urls")
