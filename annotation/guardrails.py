@@ -7,13 +7,14 @@ nothing is rejected automatically.
 """
 from __future__ import annotations
 
-import json
 import re
 from difflib import SequenceMatcher
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
+
+from crowdbench.input_checks import HostileInput, parse_json
 
 # Texts at least this similar (difflib's ratio on lower-cased, whitespace-collapsed text) are near-duplicates.
 NEAR_DUPLICATE_RATIO = 0.9
@@ -31,8 +32,8 @@ def clean_input_stats(value: Any) -> dict | None:
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
+            value = parse_json(value)
+        except HostileInput:
             raise ValidationError({"typing": [_("The typing record is not valid JSON.")]}) from None
     if not isinstance(value, dict) or set(value) - set(STAT_LIMITS):
         raise ValidationError({"typing": [_("The typing record takes only %(keys)s.")

@@ -2,11 +2,12 @@
 schema and its documentation page (assets served locally). The worker and provider endpoints
 (/api/work/, /api/providers/) are mounted separately in crowdbench/urls.py."""
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from .api import datasets, evaluations, leaderboard, projects, rounds
 from .api.access import ResearcherAPIMixin
+from .api.schema_views import SchemaView
 from .api.worker_schema import WORKER_SCHEMA_SETTINGS
 
 app_name = "api"
@@ -38,9 +39,11 @@ router.register("evaluations", evaluations.EvaluationViewSet, basename="evaluati
 router.register("releases", projects.ReleaseViewSet, basename="release")
 
 urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    # The worker and provider endpoints (/api/work/, /api/providers/) have their own schema.
-    path("work/schema/", SpectacularAPIView.as_view(custom_settings=WORKER_SCHEMA_SETTINGS), name="worker-schema"),
+    path("schema/", SchemaView.as_view(), name="schema"),
+    # The worker and provider endpoints (/api/work/, /api/providers/) have their own schema; schemas are
+    # made one at a time and kept per process (crowdbench/api/schema_views.py).
+    path("work/schema/", SchemaView.as_view(schema_name="worker", custom_settings=WORKER_SCHEMA_SETTINGS),
+         name="worker-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     # A release's files keep their own names (no trailing slash), e.g. /api/releases/1/files/SHA256SUMS
     path("releases/<int:pk>/files/<path:path>", projects.ReleaseViewSet.as_view({"get": "download"}),

@@ -6,13 +6,16 @@ NUL (PostgreSQL refuses it in text columns), lone surrogates (not encodable as U
 control characters (tab, newline and carriage return are fine where text may span lines), and
 Unicode non-characters. Text made only of white space and invisible format characters (zero-width
 spaces, word joiners, byte-order marks) counts as empty. JSON is refused when nested deeper than
-a small bound or when it uses the non-standard constants NaN and Infinity.
+a small bound, when it uses the non-standard constants NaN and Infinity, or when a number is written
+with more than a few dozen characters (Python refuses to read an integer of more than 4,300 digits,
+and a float such as 1e999 reads as infinity).
 
 No Django import: the middleware, the task types and the file readers all call these functions.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
 from typing import Any
@@ -22,6 +25,8 @@ from .errors import ServiceError
 # Deep enough for every payload the platform takes (the deepest is a list of objects in an object).
 MAX_JSON_DEPTH = 20
 LINE_BREAKS = "\t\n\r"
+# Longest number literal read from JSON: more than any id, count or measurement needs.
+MAX_JSON_NUMBER_CHARS = 50
 
 # C0 and C1 controls, lone surrogates and the non-characters U+FFFE / U+FFFF.
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
@@ -32,6 +37,11 @@ class HostileInput(ServiceError):
     """The request contains input that is not accepted."""
 
     status_code = 400
+
+    def __init__(self, message: str = "", *, field: str | None = None):
+        super().__init__(message)
+        # For JSON objects: the top-level member the problem is in, when known (files name it).
+        self.field = field
 
 
 def describe_character(char: str) -> str:
@@ -101,28 +111,93 @@ def load_json(raw: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, where: str =
         raise HostileInput(f"{where} is refused: {refused.message.rstrip('.')}.") from None
 
 
+class _RefusedNumber:
+    """Stands for a number literal that ``parse_json`` refuses, until its place is known."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def _number_readers(allow_nan: bool):
+    def read_int(literal: str):
+        if len(literal) > MAX_JSON_NUMBER_CHARS:
+            return _RefusedNumber(f"has more than {MAX_JSON_NUMBER_CHARS} characters")
+        return int(literal)
+
+    def read_float(literal: str):
+        if len(literal) > MAX_JSON_NUMBER_CHARS:
+            return _RefusedNumber(f"has more than {MAX_JSON_NUMBER_CHARS} characters")
+        value = float(literal)
+        if not allow_nan and not math.isfinite(value):
+            return _RefusedNumber(f"is too large ({literal})")
+        return value
+
+    return read_int, read_float
+
+
 def parse_json(raw: str, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False) -> Any:
-    """JSON with the checks above applied to every key and string; HostileInput with a short reason
-    ("invalid JSON (Expecting value at character 0)", "the JSON is nested more than 20 levels deep",
-    "a text in the JSON contains a NUL character ...") otherwise.
+    """JSON with the checks above applied to every key, string and number; HostileInput with a short
+    reason ("invalid JSON (Expecting value at character 0)", "the JSON is nested more than 20 levels
+    deep", "a text in the JSON contains a NUL character ...", "a number in the JSON has more than 50
+    characters") otherwise. When the JSON is an object, the refusal's ``field`` names the top-level
+    member at fault, so that files can name the field.
 
     The parser's own recursion bound stops a body nested 100,000 deep at once; the nesting of what
     parsed is then measured without recursion. ``allow_nan`` accepts NaN and Infinity (published
     files use NaN for missing entries; request bodies may not: PostgreSQL's JSON has no such values).
     """
     too_deep = f"the JSON is nested more than {max_depth} levels deep"
+    read_int, read_float = _number_readers(allow_nan)
+    options = {"parse_int": read_int, "parse_float": read_float}
+    if not allow_nan:
+        options["parse_constant"] = _refuse_constant
     try:
-        value = json.loads(raw) if allow_nan else json.loads(raw, parse_constant=_refuse_constant)
+        value = json.loads(raw, **options)
     except RecursionError:
-        raise HostileInput(too_deep) from None
+        raise HostileInput(too_deep, field=_member_nested_too_deep(raw, max_depth)) from None
     except json.JSONDecodeError as exc:
         raise HostileInput(f"invalid JSON ({exc.msg} at character {exc.pos})") from None
     except ValueError as exc:
         raise HostileInput(f"invalid JSON ({exc})") from None
-    if json_depth(value) > max_depth:
-        raise HostileInput(too_deep)
-    check_json_strings(value, where="the JSON")
+    members = list(value.items()) if isinstance(value, dict) else [(None, value)]
+    for name, member in members:
+        if json_depth(member) > max_depth - (name is not None):
+            raise HostileInput(too_deep, field=name)
+    for name, member in members:
+        if name is not None:
+            check_text(name, where="a key in the JSON")
+        try:
+            check_json_strings(member, where="the JSON")
+        except HostileInput as refused:
+            raise HostileInput(refused.message, field=name) from None
     return value
+
+
+def _member_nested_too_deep(raw: str, max_depth: int) -> str | None:
+    """The top-level member of the JSON object ``raw`` in which nesting first passes ``max_depth``
+    (one pass over the text, strings skipped); None when ``raw`` is no object or none does."""
+    depth, member, last_string, index = 0, None, None, 0
+    while index < len(raw):
+        char = raw[index]
+        if char == '"':
+            end = index + 1
+            while end < len(raw) and raw[end] != '"':
+                end += 2 if raw[end] == "\\" else 1
+            last_string, index = raw[index:end + 1], end + 1
+            continue
+        if char == ":" and depth == 1:
+            try:
+                member = json.loads(last_string)
+            except (TypeError, ValueError):
+                member = None
+        elif char in "[{":
+            depth += 1
+            if depth > max_depth:
+                return member if raw.lstrip().startswith("{") and isinstance(member, str) else None
+        elif char in "]}":
+            depth -= 1
+        index += 1
+    return None
 
 
 def json_depth(value: Any) -> int:
@@ -137,10 +212,13 @@ def json_depth(value: Any) -> int:
 
 
 def check_json_strings(value: Any, *, where: str) -> None:
-    """Every key and string of a parsed JSON value passes ``text_problem`` (iterative walk)."""
+    """Every key and string of a parsed JSON value passes ``text_problem``, and no number was refused
+    by ``parse_json``'s readers (iterative walk)."""
     stack = [value]
     while stack:
         item = stack.pop()
+        if isinstance(item, _RefusedNumber):
+            raise HostileInput(f"a number in {where} {item.reason}.")
         if isinstance(item, str):
             check_text(item, where=f"a text in {where}")
         elif isinstance(item, dict):

@@ -199,6 +199,9 @@ MAX_DATA_UPLOAD_BYTES = env_number("MAX_DATA_UPLOAD_BYTES", str(20 * 1024 * 1024
 # the first row or model column past these bounds (docs/security.md).
 MAX_PREDICTION_ROWS = env_number("MAX_PREDICTION_ROWS", "20000", int)
 MAX_PREDICTION_MODELS = env_number("MAX_PREDICTION_MODELS", "100", int)
+# Seed images of one uploaded instruction family (the published multi-image instances have up to 10);
+# checked before any of their hosts is looked up.
+MAX_SEED_IMAGES_PER_FAMILY = env_number("MAX_SEED_IMAGES_PER_FAMILY", "10", int)
 
 # Media (uploaded and generated images): on disk under MEDIA_ROOT, or with MEDIA_STORAGE=s3 in an
 # S3-compatible bucket through django-storages (docs/deploy.md). The credentials come from the

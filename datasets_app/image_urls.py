@@ -6,6 +6,10 @@ those fetch it. The rule:
 
 - ``http`` or ``https`` only, with a host name, no user name or password, a valid port, and no
   control characters (spaces are allowed: published VisIT-Bench URLs contain them);
+- nothing a browser reads differently from urllib: no backslash anywhere (browsers read it as ``/``,
+  so ``http://127.0.0.1\\.example.com/`` goes to 127.0.0.1), and a host of letters, digits, ``-``,
+  ``_`` and ``.`` only once international names are in their ASCII form (browsers decode ``%31``
+  in a host, and map full-width digits and ideographic full stops to ASCII, as the check does);
 - the host must not be a local name (``localhost``, ``*.localhost``, ``*.local``, ``*.internal``,
   ``metadata``) and must not resolve to a loopback, private, link-local, multicast, reserved,
   shared (carrier-grade NAT) or unspecified address, which covers cloud metadata endpoints such as
@@ -20,6 +24,7 @@ URLs are stored as given, so that rows of different published files match, and p
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from typing import Callable, Iterable
 from urllib.parse import quote, urlsplit
@@ -35,6 +40,8 @@ LOCAL_NAMES = {"localhost", "metadata", "metadata.google.internal", "instance-da
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain", ".home.arpa")
 # Characters left as they are when percent-encoding: URL syntax and existing %XX escapes.
 URL_SAFE = ":/?#[]@!$&'()*+,;=%~"
+# A host name in ASCII form (IP literals are read apart).
+HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 class ImageURLRefused(ValueError):
@@ -99,6 +106,8 @@ def check_image_url(url: str, *, allow_unresolvable: bool, resolver: Resolver | 
     problem = text_problem(url, multiline=False)
     if problem:
         raise ImageURLRefused(f"the image URL {problem}")
+    if "\\" in url:
+        raise ImageURLRefused("the image URL contains a backslash, which browsers read as '/'")
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -113,16 +122,22 @@ def check_image_url(url: str, *, allow_unresolvable: bool, resolver: Resolver | 
         raise ImageURLRefused("the image URL must not contain a user name or password")
     if " " in host:
         raise ImageURLRefused(f"the host of the image URL contains a space: {host[:80]!r}")
+    literal = _literal_address(host)
+    if literal is None:
+        # The ASCII form browsers use: full-width digits and letters, ideographic full stops mapped.
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise ImageURLRefused(f"the host of the image URL is not a valid name: {host[:80]!r}") from None
+        if not HOST_NAME.fullmatch(host):
+            raise ImageURLRefused(f"the host of the image URL contains characters a host name cannot have: "
+                                  f"{host[:80]!r}")
+        literal = _literal_address(host)
     if host in LOCAL_NAMES or host.endswith(LOCAL_SUFFIXES):
         raise ImageURLRefused(f"the image URL points to a local host name ({host})")
-    literal = _literal_address(host)
     if literal is not None:
         addresses = [literal]
     else:
-        try:
-            host.encode("idna")
-        except UnicodeError:
-            raise ImageURLRefused(f"the host of the image URL is not a valid name: {host[:80]!r}") from None
         lookup = resolver or resolve_host
         try:
             addresses = list(lookup(host, port or (443 if parts.scheme.lower() == "https" else 80)))

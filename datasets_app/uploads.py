@@ -6,7 +6,6 @@ file as uploaded, the row and the field, and changes nothing.
 """
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 
 from crowdbench.errors import ServiceError
+from crowdbench.input_checks import HostileInput, parse_json
 
 from .file_errors import InputFileError
 from .image_urls import ImportURLChecker
@@ -159,9 +159,10 @@ def _license(name: str, row: int, raw: dict) -> str:
 
 def read_families(name: str, text: str, *, project) -> list[FamilyRecord]:
     """Families as JSON lines: name, description, multi_image (true/false), seed_instruction,
-    seed_response, seed_image_urls (list of http(s) URLs), license (of the seed images). A name is
-    refused when the file repeats it or ``project`` has a family of that name; other projects'
-    names are neither consulted nor shown."""
+    seed_response, seed_image_urls (list of at most ``MAX_SEED_IMAGES_PER_FAMILY`` http(s) URLs; each
+    host is looked up once per upload), license (of the seed images). A name is refused when the file
+    repeats it or ``project`` has a family of that name; other projects' names are neither consulted
+    nor shown."""
     records, names = [], set()
     check_url = ImportURLChecker()
     lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
@@ -171,9 +172,11 @@ def read_families(name: str, text: str, *, project) -> list[FamilyRecord]:
         raise InputFileError(name, f"more than {MAX_FAMILIES} families")
     for number, line in lines:
         try:
-            raw = json.loads(line)
-        except ValueError as error:
-            raise InputFileError(name, f"not JSON ({error.msg})", row=number) from None
+            # The reader of request bodies: nesting, number and text bounds, the field at fault named.
+            raw = parse_json(line)
+        except HostileInput as refused:
+            raise InputFileError(name, refused.message.rstrip("."), row=number,
+                                 column=refused.field[:60] if refused.field else None) from None
         if not isinstance(raw, dict):
             raise InputFileError(name, "a record must be a JSON object", row=number)
         unknown = sorted(set(raw) - FAMILY_FIELDS)
@@ -189,6 +192,11 @@ def read_families(name: str, text: str, *, project) -> list[FamilyRecord]:
         urls = raw["seed_image_urls"]
         if not isinstance(urls, list) or not urls or not all(isinstance(url, str) for url in urls):
             raise InputFileError(name, "must be a non-empty list of image URLs", row=number, column="seed_image_urls")
+        most = settings.MAX_SEED_IMAGES_PER_FAMILY
+        if len(urls) > most:
+            # Before any host is looked up: each lookup may take seconds.
+            raise InputFileError(name, f"more than {most} seed images ({len(urls)} given)", row=number,
+                                 column="seed_image_urls")
         if len(urls) > 1 and not multi:
             raise InputFileError(name, "several seed images need \"multi_image\": true", row=number,
                                  column="seed_image_urls")

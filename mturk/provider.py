@@ -23,6 +23,7 @@ from django.core.files import File
 from django.db import transaction
 
 from annotation.selectors import slots_still_needed
+from crowdbench.input_checks import HostileInput, parse_json
 from crowdbench.retry import (
     ANSWER_LOST,
     RetryPolicy,
@@ -152,8 +153,9 @@ def _file_reference(value: object) -> dict:
 def decode_answers(answers: dict) -> dict:
     if ANSWERS_FIELD in answers:
         try:
-            decoded = json.loads(answers[ANSWERS_FIELD])
-        except ValueError:
+            # A worker can hand MTurk any text: read it as request bodies are.
+            decoded = parse_json(answers[ANSWERS_FIELD])
+        except HostileInput:
             return answers
         return decoded if isinstance(decoded, dict) else answers
     return answers

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 import yaml
@@ -33,3 +34,51 @@ def test_the_schema_endpoint_and_the_offline_documentation_page(client, research
     html = docs.content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html
     assert "cdn." not in html and "unpkg" not in html
+
+
+def test_concurrent_researcher_and_worker_schema_requests_never_mix_or_fail(monkeypatch):
+    """#26 item 7: /api/schema/ and /api/work/schema/ requested at once from several threads. The worker
+    schema's settings were patched into drf-spectacular's global settings for each request, so
+    overlapping requests answered 500 and left /api/schema/ serving the worker schema afterwards."""
+    import threading
+    import time
+
+    from django.test import Client
+    from drf_spectacular.generators import SchemaGenerator
+
+    from crowdbench.api import schema_views
+
+    schema_views.forget_schemas()
+    generate = SchemaGenerator.get_schema
+
+    def slow_get_schema(self, *args, **kwargs):
+        time.sleep(0.02)  # widens the window in which one request's settings are patched
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(SchemaGenerator, "get_schema", slow_get_schema)
+    answers, start = [], threading.Barrier(8)
+
+    def requests(offset):
+        client = Client(raise_request_exception=False)
+        start.wait()
+        for number in range(8):
+            url = ("/api/schema/", "/api/work/schema/")[(number + offset) % 2]
+            response = client.get(url, HTTP_ACCEPT="application/vnd.oai.openapi+json")
+            answers.append((url, response.status_code, response.content))
+
+    threads = [threading.Thread(target=requests, args=(offset,)) for offset in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    after = Client().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    answers.append(("/api/schema/", after.status_code, after.content))
+
+    assert len(answers) == 65
+    assert [status for _, status, _ in answers] == [200] * 65
+    for url, _, content in answers:
+        paths = json.loads(content)["paths"]
+        if url == "/api/schema/":
+            assert "/api/projects/" in paths and not any(p.startswith("/api/work/") for p in paths)
+        else:
+            assert "/api/work/rounds/{round_id}/next/" in paths and "/api/projects/" not in paths

@@ -164,6 +164,11 @@ HEADER = "model_a,model_b,winner\n"
             ["line 2", "field 'model_b'", "missing value"],
         ),
         ("broken.jsonl", '{"model_a": "x", "model_b": "y", "winner": "tie"}\n{"model_a": \n', ["line 2", "invalid JSON"]),
+        # A line nested 100,000 deep and a 100,000-digit number stopped the command with a traceback.
+        ("deep.jsonl", '{"model_a": "x", "model_b": "y", "winner": "tie"}\n{"model_a": ' + "[" * 100_000
+         + "]" * 100_000 + "}\n", ["line 2", "field 'model_a'", "nested more than 20 levels"]),
+        ("huge.jsonl", '{"model_a": "x", "model_b": "y", "winner": "tie", "round": 1' + "0" * 99_999 + "}\n",
+         ["line 1", "field 'round'", "a number in the JSON has more than 50 characters"]),
         ("list.json", '["x", "y", "tie"]\n', ["line 1", "JSON object"]),
         ("battles.txt", HEADER + "x,y,tie\n", ["unknown file type"]),
     ],

@@ -443,3 +443,13 @@ def test_mturk_without_credentials_is_not_configured_and_not_retried(mturk_fake,
     with pytest.raises(ProviderNotConfigured):
         MTurkProvider(retry_pause=0).balance()
     assert not mturk_fake.calls()
+
+
+@pytest.mark.parametrize("encoded", ["[" * 100_000 + "]" * 100_000, '{"choice": "\\ud800"}'],
+                         ids=["nested-100000-deep", "lone-surrogate"])
+def test_hostile_answers_listed_by_mturk_are_kept_undecoded_instead_of_stopping_the_sync(encoded):
+    """A worker can hand MTurk any text; json.loads raised RecursionError (deep) or kept a lone surrogate."""
+    from mturk.provider import ANSWERS_FIELD, decode_answers
+
+    assert decode_answers({ANSWERS_FIELD: encoded}) == {ANSWERS_FIELD: encoded}
+    assert decode_answers({ANSWERS_FIELD: '{"choice": "left"}'}) == {"choice": "left"}

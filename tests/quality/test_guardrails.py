@@ -54,12 +54,13 @@ def test_near_duplicates_of_other_workers_and_of_llm_outputs_are_flagged(caption
     ({"pastes": -1}, "pastes must be a number from 0"),
     ({"keystrokes": 5}, "takes only pastes, pasted_chars, typing_seconds"),
     ({"typing_seconds": True}, "typing_seconds must be a number"),
-])
+    ("[" * 100_000 + "]" * 100_000, "not valid JSON"),  # json.loads hit its recursion bound: a 500
+], ids=["not-json", "negative", "unknown-key", "boolean", "nested-100000-deep"])
 def test_a_bad_typing_record_is_refused_and_nothing_is_stored(caption_round, typing, message):
     user = make_worker_user()
     worker = services.get_or_create_local_worker(user=user)
     assignment = services.request_assignment(round=caption_round, worker=worker)
-    client = Client()
+    client = Client(raise_request_exception=False)
     client.force_login(user)
     response = client.post(f"/api/work/assignments/{assignment.pk}/submit/",
                            {"captions": [CAPTION], "typing": typing}, content_type="application/json")

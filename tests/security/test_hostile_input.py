@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.test import Client
@@ -80,6 +81,24 @@ def test_json_nesting_is_bounded_and_brackets_in_strings_do_not_count():
     with pytest.raises(HostileInput, match="NaN is not accepted"):
         load_json('{"x": NaN}')
     assert parse_json('[NaN]', allow_nan=True)
+
+
+def test_json_numbers_are_bounded_and_the_member_at_fault_is_named():
+    """#26 item 6: a 100,000-digit number made Python's int() raise past its 4,300-digit limit."""
+    cases = [
+        ('{"a": 1, "multi_image": 1' + "0" * 99_999 + "}", "multi_image", "a number in the JSON has more than 50"),
+        ('{"score": 1e999}', "score", "a number in the JSON is too large (1e999)"),
+        ('{"a": "ok", "text": ["\\ud800"]}', "text", "a text in the JSON contains a lone surrogate"),
+        ('{"a": 1, "deep": ' + DEEP + "}", "deep", "nested more than 20 levels"),
+        ('{"a": 1, "b\\"": "]]", "deep": ' + "[" * 20 + "]" * 20 + "}", "deep", "nested more than 20 levels"),
+        ("[1, " + "9" * 100_000 + "]", None, "a number in the JSON has more than 50"),
+    ]
+    for raw, field, message in cases:
+        with pytest.raises(HostileInput, match=re.escape(message)) as refused:
+            parse_json(raw)
+        assert refused.value.field == field, raw[:80]
+    assert parse_json('{"n": ' + "9" * 50 + ', "x": 2.5e10}') == {"n": int("9" * 50), "x": 2.5e10}
+    assert parse_json("[1e999]", allow_nan=True) == [float("inf")]
 
 
 # --- the worker API ----------------------------------------------------------------------------

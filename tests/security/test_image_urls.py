@@ -119,6 +119,58 @@ def test_worker_submission_with_a_public_url_with_spaces_is_accepted():
     assert response.status_code == 201, response.content
 
 
+# --- URLs that browsers read differently from urllib (#26 item 9) -------------------------------
+
+BACKSLASH_URL = "http://127.0.0.1\\.example.com/x.png"  # a browser's host: 127.0.0.1
+
+
+@pytest.mark.parametrize("url, reason", [
+    (BACKSLASH_URL, "backslash"),
+    ("http://images.example.org\\@127.0.0.1/x.png", "backslash"),
+    ("https://images.example.org/a\\b.png", "backslash"),
+    ("http://%31%32%37.0.0.1/x.png", "characters a host name cannot have"),  # browsers decode the host
+    ("http://\uff11\uff12\uff17.0.0.1/x.png", "loopback"),  # full-width digits: 127.0.0.1 to a browser
+    ("http://127\u30020\u30020\u30021/x.png", "loopback"),  # ideographic full stops
+    ("http://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/x.png", "local host name"),
+])
+def test_urls_a_browser_reads_with_another_host_are_refused_in_import_mode_too(url, reason):
+    for allow_unresolvable in (True, False):
+        with pytest.raises(ImageURLRefused, match=reason):
+            check_image_url(url, allow_unresolvable=allow_unresolvable)
+
+
+def test_international_and_underscore_host_names_are_still_accepted():
+    for url in ("https://b\u00fccher.example/a.png", "https://my_bucket.example.org/a.png"):
+        assert check_image_url(url, allow_unresolvable=True) == url
+
+
+@pytest.mark.django_db
+def test_the_backslash_url_of_the_issue_is_refused_by_import_visitbench_naming_row_and_column(tmp_path):
+    visitbench = tmp_path / "single.csv"
+    with open(visitbench, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["image_url", "image_dense_caption", "instruction_category", "instruction",
+                         "output_human_annotated"])
+        writer.writerow(["https://images.example.org/ok.png", "A cat.", "Pets", "What is it?", "A cat."])
+        writer.writerow([BACKSLASH_URL, "A dog.", "Pets", "What is it?", "A dog."])
+    with pytest.raises(CommandError, match=r"row 2, column 'image_url': .*backslash"):
+        call_command("import_visitbench", str(visitbench))
+    assert not Instance.objects.exists() and not Image.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_worker_submission_with_the_backslash_url_of_the_issue_is_refused():
+    client = APIClient()
+    client.force_login(make_worker_user())
+    round = make_round(task_type="instruction_generation", targets=[make_family()])
+    assignment = client.post(reverse("annotation-api:next", args=[round.pk])).json()["assignment"]
+    response = client.post(reverse("annotation-api:submit", args=[assignment["id"]]), {
+        "instruction": "What is shown?", "image_url": BACKSLASH_URL, "license": "CC0-1.0", "creator": "Jane",
+        "source_url": "https://openverse.org/image/1"}, format="json")
+    assert response.status_code == 400 and "backslash" in response.json()["detail"], response.content
+    assert not Instance.objects.filter(source="crowd").exists()
+
+
 # --- imports of the published files ------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from crowdbench.input_checks import HostileInput, parse_json
 from evaluation.core.ratings import InvalidBattlesError, RatingsResult, compute_ratings, encode_battles, plot_ratings
 from evaluation.selectors import BATTLE_SOURCES, HUMAN_ORIGINS
 
@@ -49,9 +50,11 @@ def read_battle_file(path: Path) -> BattleFile:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise CommandError(f"{path}: line {number}: invalid JSON ({error.msg})") from None
+                    # The reader of uploads and request bodies: nesting, number and text bounds.
+                    record = parse_json(line, allow_nan=True)
+                except HostileInput as refused:
+                    field = f", field '{refused.field[:60]}'" if refused.field else ""
+                    raise CommandError(f"{path}: line {number}{field}: {refused.message.rstrip('.')}") from None
                 if not isinstance(record, dict):
                     raise CommandError(f"{path}: line {number}: expected a JSON object")
                 records.append(record)

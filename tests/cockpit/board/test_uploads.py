@@ -223,3 +223,58 @@ def test_an_uploaded_review_file_cannot_learn_which_paths_exist_on_the_server(ow
     assert "gives each image by image_url" in refusals[0]
     assert refusals[0] == refusals[1] and "not found" not in answers[0] + answers[1]
     assert not ReviewSet.objects.exists()
+
+
+DEEP_DESCRIPTION = family_line(name="Deep").replace('"How many things?"', "[" * 100_000 + "]" * 100_000)
+HUGE_NUMBER = family_line(name="Huge").replace('"multi_image": false', '"multi_image": 1' + "0" * 99_999)
+LONE_SURROGATE = family_line(name="Lone", description="\ud800")  # json.dumps writes it as the escape \ud800
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    (DEEP_DESCRIPTION, "row 2, field &#x27;description&#x27;: the JSON is nested more than 20 levels deep"),
+    (HUGE_NUMBER, "row 2, field &#x27;multi_image&#x27;: a number in the JSON has more than"),
+    (LONE_SURROGATE, "row 2, field &#x27;description&#x27;: a text in the JSON contains a lone surrogate (U+D800)"),
+], ids=["deep-description", "100000-digit-multi-image", "lone-surrogate"])
+def test_hostile_family_lines_are_a_400_naming_file_row_and_field_not_a_500(owner_client, project, line, message):
+    """#26 item 6: a 100,000-deep description, a 100,000-digit multi_image and a lone surrogate answered 500."""
+    assert "\\ud800" in LONE_SURROGATE and len(HUGE_NUMBER) > 100_000 and "[" * 100_000 in DEEP_DESCRIPTION
+    owner_client.raise_request_exception = False
+    response = upload(owner_client, project, "families", "families.jsonl", family_line() + "\n" + line + "\n")
+    body = response.content.decode()
+    assert response.status_code == 400 and f"families.jsonl, {message}" in body, body[:2000]
+    assert not InstructionFamily.objects.exists() and not FamilySeedImage.objects.exists()
+
+
+@pytest.fixture
+def counted_lookups(monkeypatch):
+    """The resolver replaced by a table that counts its lookups (every host resolves to one public address)."""
+    from datasets_app import image_urls
+
+    lookups = []
+
+    def resolve(host, port):
+        lookups.append(host)
+        return ["52.216.8.1"]
+
+    monkeypatch.setattr(image_urls, "resolve_host", resolve)
+    return lookups
+
+
+def test_a_family_with_300_seed_urls_is_refused_before_any_lookup(owner_client, project, counted_lookups, settings):
+    """#26 item 10: each of 300 seed URLs was resolved in turn (61 s in one request)."""
+    assert settings.MAX_SEED_IMAGES_PER_FAMILY == 10
+    urls = [f"https://host{number}.example.org/seed.png" for number in range(300)]
+    response = upload(owner_client, project, "families", "families.jsonl", family_line(urls=urls) + "\n")
+    body = response.content.decode()
+    assert response.status_code == 400, body[:2000]
+    assert "families.jsonl, row 1, field &#x27;seed_image_urls&#x27;: more than 10 seed images (300 given)" in body
+    assert counted_lookups == []
+    assert not InstructionFamily.objects.exists() and not FamilySeedImage.objects.exists()
+
+
+def test_ten_seed_urls_on_one_host_are_one_lookup(owner_client, project, counted_lookups):
+    urls = [f"https://images.example.org/seed-{number}.png" for number in range(10)]
+    response = upload(owner_client, project, "families", "families.jsonl", family_line(urls=urls) + "\n")
+    assert response.status_code == 302
+    assert counted_lookups == ["images.example.org"]
+    assert len(InstructionFamily.objects.get(name="Counting").ordered_seed_images()) == 10
