@@ -141,7 +141,10 @@ class RoundOfAnotherProject(ServiceError):
 
 def instances_for_verification_round(round: CollectionRound, instances: Iterable[Instance] | None) -> list[Instance]:
     """What a named verification round may receive: its own project's instances (all those awaiting a
-    reference when none are named); a round never takes another project's work."""
+    reference when none are named); a round never takes another project's work. A round of no project
+    (made before rounds had one) takes what it is given, as it always did."""
+    if round.project_id is None:
+        return instances
     if instances is None:
         return [instance for instance in instances_awaiting_reference()
                 if getattr(project_of(instance), "pk", None) == round.project_id]

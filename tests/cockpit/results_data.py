@@ -107,10 +107,11 @@ def judged_project(project, *, verified_per_family=(2, 1)) -> JudgedProject:
     return JudgedProject(pairwise=pairwise, ranking=rankings[0], ranking_ja=rankings[1], workers=workers, in_flight_worker=in_flight_worker)
 
 
-def yen_round(project, *, tasks=3, budget_cap=Decimal("1000")):
-    """A pairwise round paying 30 JPY a task, with ``tasks`` tasks done by local workers in 40 s each."""
+def yen_round(project, *, tasks=3, budget_cap=Decimal("1000"), items_left=0):
+    """A pairwise round paying 30 JPY a task, with ``tasks`` tasks done by local workers in 40 s each
+    (and ``items_left`` more items nobody did yet: the round is then still in progress)."""
     round = make_round(task_type="pairwise", targets=[tuple(make_outputs(instance=make_instance()))
-                                                      for _ in range(tasks)],
+                                                      for _ in range(tasks + items_left)],
                        project=project, reward_per_task=Decimal("30"), currency="JPY", budget_cap=budget_cap)
     start = timezone.now() - timedelta(minutes=10)
     for _ in range(tasks):

@@ -185,7 +185,7 @@ def test_watch_is_for_members_only(client, make_researcher, researcher, data):
 
 
 def test_watch_pages_show_yen_without_decimal_places(client, researcher, project):
-    round = yen_round(project)
+    round = yen_round(project, items_left=1)  # in progress, so the project's watch counts its spend
     client.force_login(researcher)
     html = client.get(reverse("cockpit:round-watch", args=["study-a", round.pk])).content.decode()
     assert '<span class="value">90 JPY</span>' in html and "spent of 1000 JPY budget" in html

@@ -220,11 +220,13 @@ def test_instances_already_in_an_open_recaption_round_are_not_offered_again(fake
 
 def test_an_instance_whose_open_caption_item_is_complete_is_offered_again_after_a_discard(
         fake_server, llm_client, project):
-    """Only an item still waiting holds its instance: the completed item of a still-open caption round does not."""
+    """Only an item still waiting holds its instance: the completed item of a caption round that still
+    takes items (complete, and reopened by new ones) does not."""
     [instance], caption_round = discarded_in(project, "caption_problem", llm_client)
     report = recaption_discarded(reasons=["caption"])
     services.cancel_round(round=report.round)
-    assert caption_round.status == CollectionRound.Status.OPEN
+    caption_round.refresh_from_db()
+    assert caption_round.status == CollectionRound.Status.COMPLETE
 
     assert [spec.target for spec in plan(project, "caption", "awaiting_caption").specs] == [instance]
 
