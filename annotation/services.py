@@ -381,8 +381,9 @@ def check_worker_may_work(*, round: CollectionRound, worker: Worker, approved_ta
 
 
 def failed_checks(*, round: CollectionRound, worker: Worker) -> int:
-    """The worker's submitted answers to the round's gold / attention items that failed their check."""
-    return Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed=False).count()
+    """The worker's confirmed answers to the round's gold / attention items that failed their check
+    (forged or unconfirmed provider work never counts against a worker)."""
+    return Assignment.objects.confirmed().filter(round=round, worker=worker, gold_passed=False).count()
 
 
 def judgments_needed(*, item: WorkItem, handler=None) -> int:
@@ -481,7 +482,7 @@ class WorkerFacts:
     """What "next task" needs to know about one worker in a round, read with the round (one query)."""
 
     worker_id: int
-    failed_checks: int  # submitted answers to check items that failed (``failed_checks``)
+    failed_checks: int  # confirmed answers to check items that failed (``failed_checks``)
     done: int  # submitted tasks (``selectors.worker_progress``)
     items: int  # items of the round
     qualified: bool  # for the round's project
@@ -511,7 +512,7 @@ def _build_round_with_worker_facts(_shape, round_id: int, worker_id: int):
     return (
         CollectionRound.objects.filter(pk=round_id)
         .annotate(
-            facts_failed_checks=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED, gold_passed=False)),
+            facts_failed_checks=_count_per_round(mine.confirmed().filter(gold_passed=False)),
             facts_done=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED)),
             facts_items=_count_per_round(WorkItem.objects.filter(round=OuterRef("pk"))),
             facts_qualified=Exists(Qualification.objects.filter(worker=worker_id, project=OuterRef("project_id"))),
@@ -995,7 +996,7 @@ def qualifying_result(*, round: CollectionRound, worker: Worker) -> dict | None:
     threshold = (round.qualification_rules or {}).get("qualifies_for_project")
     if threshold is None:
         return None
-    answered = list(Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed__isnull=False)
+    answered = list(Assignment.objects.confirmed().filter(round=round, worker=worker, gold_passed__isnull=False)
                     .values_list("gold_passed", flat=True))
     finished = len(answered) >= round.items.filter(is_gold=True).count()
     passed = sum(answered)
@@ -1095,6 +1096,8 @@ def record_confirmation(*, assignment: Assignment, confirmation: str, now: datet
                 _complete_item_if_done(item_id=item.pk, now=now)
             else:
                 _store_aggregate(item=item, handler=get_task_type(item.round.task_type))
+            # A qualifying round's answers count once confirmed: the qualification may be earned now.
+            _qualify_if_passed(round=item.round, worker=Worker.objects.get(pk=locked.worker_id))
     return locked
 
 
