@@ -20,6 +20,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import httpx
 from django.conf import settings
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
 
@@ -68,6 +69,13 @@ def task_url(round) -> str:
         f"{settings.PROVIDERS_PUBLIC_BASE_URL.rstrip('/')}/work/prolific/{round.pk}/"
         "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
     )
+
+
+def unconfirmed_message() -> str:
+    """What a participant whose study session Prolific does not confirm sees instead of the completion code."""
+    return _("Your answers were saved, but Prolific does not show this study session as yours, so no "
+             "completion code can be given. If you took part through Prolific, please write to the "
+             "researcher there.")
 
 
 def completion_code(round) -> str:
@@ -283,6 +291,9 @@ class ProlificProvider(CrowdProvider):
         from ..models import Publication
 
         round = assignment.round
+        if assignment.confirmation != Assignment.Confirmation.CONFIRMED:
+            # The completion code is Prolific's proof of work: only for a session Prolific confirmed.
+            return {"message": unconfirmed_message()}
         done = Assignment.objects.filter(round=round, worker=assignment.worker, status=Assignment.Status.SUBMITTED,
                                          provider_assignment_id=assignment.provider_assignment_id).count()
         if done < tasks_per_session(round) and round.status == CollectionRound.Status.OPEN:

@@ -130,3 +130,22 @@ def test_forged_work_is_in_no_reader_of_worker_facts():
     crowd.submit_assignment(assignment_id=done.pk, worker=local, data=side_choice(done, "a"))
     approvable, _held = approval_split(round=practice, assignments=Assignment.objects.submitted())
     assert set(approvable.values_list("worker", flat=True)) == {local.pk}
+
+
+def test_a_forged_prolific_submission_gets_no_completion_code(prolific_fake):
+    round = make_round(task_type="pairwise", targets=pairs(2), workers_per_item=2)
+    study = publish_on_prolific(round)
+    code = Publication.objects.get(round=round).details["completion_code"]
+    # A made-up session with the real study id: neither the save's answer nor the entry page gives the code.
+    page, saved = forge(round, participant="MADEUP", study=study, session="FORGEDSESSION", wanted="a")
+    assert code not in page.content.decode()
+    if saved is not None:
+        assert code not in saved.content.decode() and "redirect_url" not in saved.json()
+        assert "no completion code" in saved.json()["message"]
+    again = entry(round, "MADEUP", study, "FORGEDSESSION")
+    assert code not in again.content.decode() and code not in again.get("Location", "")
+    # An honest participant gets it.
+    participant, session = started(prolific_fake, study)
+    _assignment, saved = answer_on_page(entry(round, participant, study, session), "a")
+    assert saved.json()["redirect_url"].endswith(f"cc={code}")
+    assert entry(round, participant, study, session)["Location"].endswith(f"cc={code}")
