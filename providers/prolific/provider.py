@@ -274,6 +274,18 @@ class ProlificProvider(CrowdProvider):
             return False
         return True if remote.get("status") in CONFIRMING_STATUSES else None
 
+    def check_arrival(self, *, worker, provider_assignment_id: str, provider_task_id: str) -> bool | None:
+        """GET the submission by its id (the SESSION_ID): Prolific creates it, ``ACTIVE``, when the
+        participant starts the study. True when it is this participant's, in this study, and active;
+        False when Prolific has no such submission, it is another participant's or study's, or it is
+        no longer active (returned, timed out or already handed in)."""
+        try:
+            remote = self._request("GET", f"submissions/{provider_assignment_id}/")
+        except NotFound:
+            return False
+        return (remote.get("participant_id") == worker.external_id and remote.get("study_id") == provider_task_id
+                and remote.get("status") == "ACTIVE")
+
     def screens_language(self, *, round) -> bool:
         """Only a study published with a first- or fluent-language filter screens language."""
         from ..models import Publication

@@ -4,12 +4,13 @@ beyond a short bounded time, and a forged Prolific submission gets no completion
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
 from annotation import services as crowd
 from annotation.models import Assignment, Qualification
@@ -149,3 +150,65 @@ def test_a_forged_prolific_submission_gets_no_completion_code(prolific_fake):
     _assignment, saved = answer_on_page(entry(round, participant, study, session), "a")
     assert saved.json()["redirect_url"].endswith(f"cc={code}")
     assert entry(round, participant, study, session)["Location"].endswith(f"cc={code}")
+
+
+def test_made_up_prolific_session_ids_hold_no_slot(prolific_fake):
+    round = make_round(task_type="pairwise", targets=pairs(12), workers_per_item=3)
+    study = publish_on_prolific(round)
+    # 36 visits of the public study link with made-up participants and sessions: one per slot.
+    for n in range(36):
+        assert entry(round, f"MADEUP{n}", study, f"MADEUPSESSION{n}").status_code == 403
+    assert not Assignment.objects.exists()
+    participant, session = started(prolific_fake, study)
+    page = entry(round, participant, study, session)
+    assert page.status_code == 200 and b"task-form" in page.content
+    held = Assignment.objects.get()
+    assert (held.expires_at - held.accepted_at).total_seconds() == round.time_limit_seconds
+
+
+def test_arrivals_prolific_cannot_vouch_for_are_held_briefly_and_few_at_once(prolific_fake, settings):
+    settings.UNCONFIRMED_HOLD_SECONDS, settings.UNCONFIRMED_HOLD_LIMIT = 120, 3
+    round = make_round(task_type="pairwise", targets=pairs(12), workers_per_item=3)
+    study = publish_on_prolific(round)
+    # Prolific cannot be reached while 36 made-up sessions arrive.
+    prolific_fake.fail_next(count=36 * settings.PROLIFIC_MAX_ATTEMPTS, operation="GET /api/v1/submissions/{id}/")
+    pages = [entry(round, f"MADEUP{n}", study, f"MADEUPSESSION{n}") for n in range(36)]
+    assert sum(b"task-form" in page.content for page in pages) == 3
+    held = Assignment.objects.holding_a_slot()
+    assert held.count() == 3
+    assert all((a.expires_at - a.accepted_at).total_seconds() == 120 for a in held)
+    # A genuine participant Prolific vouches for is not held back by the cap.
+    participant, session = started(prolific_fake, study)
+    assert b"task-form" in entry(round, participant, study, session).content
+
+
+def test_made_up_mturk_assignment_ids_hold_no_slot(mturk_fake, settings):
+    from mturk.models import HIT
+    from mturk.provider import MTurkProvider
+
+    round = make_round(task_type="pairwise", targets=pairs(12), workers_per_item=3)
+    services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0))
+    hits = list(HIT.objects.order_by("pk"))
+
+    def visit(hit_id: str, assignment_id: str, worker_id: str):
+        return Client().get(f"/work/mturk/{round.pk}/?assignmentId={assignment_id}&hitId={hit_id}"
+                            f"&workerId={worker_id}&turkSubmitTo=https%3A%2F%2Fworkersandbox.mturk.com")
+
+    # 36 made-up assignment and worker ids on the real HITs, three per HIT: nobody accepted them at
+    # MTurk, so MTurk vouches for none; a few are held briefly, the rest get nothing.
+    for n in range(36):
+        visit(hits[n // 3].hit_id, f"3MADEUP{n}", f"AMADEUP{n}")
+    held = Assignment.objects.holding_a_slot()
+    assert held.count() == settings.UNCONFIRMED_HOLD_LIMIT
+    assert all((a.expires_at - a.accepted_at).total_seconds() == settings.UNCONFIRMED_HOLD_SECONDS for a in held)
+    # A worker who really accepted a HIT gets it, held for the round's time limit.
+    worker_id = "AGENUINE1"
+    assignment_id = mturk_fake.accept_assignment(hits[-1].hit_id, worker_id=worker_id)
+    page = visit(hits[-1].hit_id, assignment_id, worker_id)
+    assert page.status_code == 200 and b"task-form" in page.content
+    mine = Assignment.objects.get(provider_assignment_id=assignment_id)
+    assert (mine.expires_at - mine.accepted_at).total_seconds() == round.time_limit_seconds
+    # The brief holds end by themselves: the engine's expiry frees them after UNCONFIRMED_HOLD_SECONDS.
+    later = timezone.now() + timedelta(seconds=settings.UNCONFIRMED_HOLD_SECONDS + 1)
+    crowd.expire_stale_assignments(round=round, now=later)
+    assert list(Assignment.objects.holding_a_slot().values_list("pk", flat=True)) == [mine.pk]
