@@ -425,14 +425,19 @@ class AssignmentQuerySet(models.QuerySet):
     def submitted(self):
         return self.filter(status=Assignment.Status.SUBMITTED)
 
+    def confirmed(self):
+        """Submitted work the worker's provider confirmed (local work is confirmed by construction),
+        reviewed or not: the one filter for facts about a worker (failed check questions, qualifying
+        answers, gold accuracy). Forged or not-yet-confirmed provider work says nothing about anyone:
+        an entry link carrying a real worker's id proves nothing (``docs/providers.md``, *Trust*)."""
+        return self.filter(status=Assignment.Status.SUBMITTED, confirmation=Assignment.Confirmation.CONFIRMED)
+
     def counted(self):
         """The judgments that count: submitted, not rejected, and confirmed by the worker's provider.
 
         The one filter for completion, aggregates, ratings, agreement, IRR, quality and releases.
         """
-        return self.filter(
-            status=Assignment.Status.SUBMITTED, confirmation=Assignment.Confirmation.CONFIRMED,
-        ).exclude(review_status=Assignment.ReviewStatus.REJECTED)
+        return self.confirmed().exclude(review_status=Assignment.ReviewStatus.REJECTED)
 
 
 class Assignment(models.Model):

@@ -171,7 +171,7 @@ def work_list_for_worker(*, worker: Worker) -> list[WorkOffer]:
             has_open=Exists(Assignment.objects.filter(
                 round=OuterRef("pk"), worker=worker, status=Assignment.Status.ASSIGNED, expires_at__gt=now)),
             worker_failed_checks=_count_subquery(
-                Assignment.objects.submitted().filter(round=OuterRef("pk"), worker=worker, gold_passed=False),
+                Assignment.objects.confirmed().filter(round=OuterRef("pk"), worker=worker, gold_passed=False),
                 group_by="round"),
             worker_qualified=Exists(Qualification.objects.filter(project=OuterRef("project"), worker=worker)),
         )
@@ -253,7 +253,7 @@ def approval_split(*, round: CollectionRound, assignments):
     minimum = round.quality_policy["min_gold_accuracy_for_approval"]
     if minimum is None:
         return assignments, assignments.none()
-    gold = (Assignment.objects.submitted().filter(round=round, gold_passed__isnull=False)
+    gold = (Assignment.objects.confirmed().filter(round=round, gold_passed__isnull=False)
             .exclude(review_status=Assignment.ReviewStatus.REJECTED)
             .values("worker").annotate(answers=Count("pk"), passed=Count("pk", filter=Q(gold_passed=True))))
     good = [row["worker"] for row in gold if row["passed"] >= minimum * row["answers"]]
@@ -393,7 +393,7 @@ def qualifying_feedback(*, round: CollectionRound, worker: Worker) -> dict | Non
     result = qualifying_result(round=round, worker=worker)
     if result is None or not result["answers"]:
         return None
-    last = (Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed__isnull=False)
+    last = (Assignment.objects.confirmed().filter(round=round, worker=worker, gold_passed__isnull=False)
             .select_related("item", "round").order_by("-submitted_at", "-pk").first())
     outcome = ""
     if result["finished"]:

@@ -442,8 +442,9 @@ def check_worker_meets_rules(*, round: CollectionRound, worker: Worker, approved
 
 
 def failed_checks(*, round: CollectionRound, worker: Worker) -> int:
-    """The worker's submitted answers to the round's gold / attention items that failed their check."""
-    return Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed=False).count()
+    """The worker's confirmed answers to the round's gold / attention items that failed their check
+    (forged or unconfirmed provider work never counts against a worker)."""
+    return Assignment.objects.confirmed().filter(round=round, worker=worker, gold_passed=False).count()
 
 
 def judgments_needed(*, item: WorkItem, handler=None) -> int:
@@ -491,7 +492,7 @@ def _slots_taken_subquery():
 
 def _take_locked_item(
     *, round: CollectionRound, item: WorkItem, worker: Worker, now: datetime, rng: random.Random,
-    provider_assignment_id: str, provider_task_id: str,
+    provider_assignment_id: str, provider_task_id: str, hold_seconds: int | None = None,
 ) -> Assignment | None:
     """With the item row locked: recount its slots and, if one is free, give it to the worker."""
     if item.completed_at is not None:
@@ -509,19 +510,22 @@ def _take_locked_item(
     if not item_fits(item=item, handler=handler):
         return None
     assignment = _new_assignment(round=round, item=item, worker=worker, now=now, rng=rng, handler=handler,
-                                 provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id)
+                                 provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
+                                 hold_seconds=hold_seconds)
     assignment.save()
     return assignment
 
 
-def _new_assignment(*, round, item, worker, now, rng, handler, provider_assignment_id, provider_task_id) -> Assignment:
-    """The unsaved, validated assignment of the item to the worker."""
+def _new_assignment(*, round, item, worker, now, rng, handler, provider_assignment_id, provider_task_id,
+                    hold_seconds: int | None = None) -> Assignment:
+    """The unsaved, validated assignment of the item to the worker; held ``hold_seconds`` at most."""
+    seconds = round.time_limit_seconds if hold_seconds is None else min(round.time_limit_seconds, hold_seconds)
     assignment = Assignment(
         round=round,
         item=item,
         worker=worker,
         accepted_at=now,
-        expires_at=now + timedelta(seconds=round.time_limit_seconds),
+        expires_at=now + timedelta(seconds=seconds),
         presentation=handler.present(item=item, rng=rng),
         provider_assignment_id=provider_assignment_id,
         provider_task_id=provider_task_id,
@@ -542,7 +546,7 @@ class WorkerFacts:
     """What "next task" needs to know about one worker in a round, read with the round (one query)."""
 
     worker_id: int
-    failed_checks: int  # submitted answers to check items that failed (``failed_checks``)
+    failed_checks: int  # confirmed answers to check items that failed (``failed_checks``)
     done: int  # submitted tasks (``selectors.worker_progress``)
     items: int  # items of the round
     qualified: bool  # for the round's project
@@ -572,7 +576,7 @@ def _build_round_with_worker_facts(_shape, round_id: int, worker_id: int):
     return (
         CollectionRound.objects.filter(pk=round_id)
         .annotate(
-            facts_failed_checks=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED, gold_passed=False)),
+            facts_failed_checks=_count_per_round(mine.confirmed().filter(gold_passed=False)),
             facts_done=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED)),
             facts_items=_count_per_round(WorkItem.objects.filter(round=OuterRef("pk"))),
             facts_qualified=Exists(Qualification.objects.filter(worker=worker_id, project=OuterRef("project_id"))),
@@ -609,6 +613,7 @@ def request_assignment(
     provider_task_id: str = "",
     item: WorkItem | None = None,
     budget_allows: Callable[[CollectionRound, Worker], bool] | None = None,
+    arrival_hold: Callable[[], dict] | None = None,
 ) -> Assignment | None:
     """The worker's open assignment in the round, or a new one on an item they have not done; None when
     nothing is left for them (so in a complete round).
@@ -617,6 +622,13 @@ def request_assignment(
     MTurk HIT); an open assignment on another item is then refused. ``budget_allows(round, worker)``
     replaces the default budget check (rewards of the slots taken), e.g. to count provider fees; it
     runs with the round row locked.
+
+    ``arrival_hold()``, called once the worker may work and before anything is reserved, may refuse
+    (a CrowdWorkError: the worker's provider does not show them on this task) or return
+    ``{"hold_seconds": s, "hold_limit": n}`` for an arrival the provider could not vouch for: the
+    task then expires after ``s`` seconds (at most the round's time limit), and none is given while
+    the round already holds ``n`` such tasks taken in the last ``s`` seconds (counted with the round
+    row locked); ``{}`` holds it for the round's time limit.
 
     The round is read again unless it comes from ``read_round_for_worker`` in this request.
 
@@ -637,9 +649,12 @@ def request_assignment(
     if not consent.has_accepted(round=round, worker=worker, accepted_sha256=facts.consent_sha256):
         # Every page and API that hands out tasks comes here: none before the study information is accepted.
         raise ConsentRequired(_("Please read the study information and agree to it before the first task."))
-    take = dict(round=round, worker=worker, now=now, rng=rng,
+    hold = arrival_hold() if arrival_hold is not None else {}
+    hold_seconds, hold_limit = hold.get("hold_seconds"), hold.get("hold_limit")
+    take = dict(round=round, worker=worker, now=now, rng=rng, hold_seconds=hold_seconds,
                 provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id)
-    if item is None and budget_allows is None and not facts.has_open_assignment and _plain_round(round):
+    if (item is None and budget_allows is None and hold_seconds is None and not facts.has_open_assignment
+            and _plain_round(round)):
         assignment = _claim_first_free_item(**take)
         if assignment is not None:
             return assignment
@@ -648,7 +663,8 @@ def request_assignment(
     expire_stale_assignments(round=round, now=now)
     try:
         with transaction.atomic():
-            return _request_assignment_locked(**take, only_item=item, budget_allows=budget_allows)
+            return _request_assignment_locked(**take, only_item=item, budget_allows=budget_allows,
+                                              hold_limit=hold_limit)
     except IntegrityError:
         # A concurrent request of the same worker won the race; hand out what it created.
         existing = Assignment.objects.filter(
@@ -670,7 +686,8 @@ class _NotClaimed(Exception):
     """The quick claim found nothing it could take for sure; the careful path decides."""
 
 
-def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, provider_task_id) -> Assignment | None:
+def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, provider_task_id,
+                           hold_seconds=None) -> Assignment | None:
     """The common case in two statements: lock the first item (by position) that has a free slot, is
     not the worker's and that no other request holds (SKIP LOCKED), then insert the assignment only if
     a recount in the same statement still finds a slot free (the lock's snapshot may miss an assignment
@@ -689,7 +706,7 @@ def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, p
             item.round = round
             assignment = _new_assignment(round=round, item=item, worker=worker, now=now, rng=rng, handler=handler,
                                          provider_assignment_id=provider_assignment_id,
-                                         provider_task_id=provider_task_id)
+                                         provider_task_id=provider_task_id, hold_seconds=hold_seconds)
             if not _insert_if_slot_free(assignment, needed=round.workers_per_item):
                 raise _NotClaimed
             return assignment
@@ -770,7 +787,8 @@ def _insert_if_slot_free(assignment: Assignment, *, needed: int) -> bool:
 
 
 def _request_assignment_locked(
-    *, round, worker, now, rng, provider_assignment_id, provider_task_id, only_item, budget_allows
+    *, round, worker, now, rng, provider_assignment_id, provider_task_id, only_item, budget_allows,
+    hold_seconds=None, hold_limit=None,
 ) -> Assignment | None:
     existing = Assignment.objects.filter(
         round=round, worker=worker, status=Assignment.Status.ASSIGNED, expires_at__gt=now
@@ -780,6 +798,15 @@ def _request_assignment_locked(
         if only_item is not None and existing.item_id != only_item.pk:
             raise AssignmentNotActive(_("Finish or return your other task of this round first."))
         return existing
+    if hold_seconds is not None and hold_limit is not None:
+        # Unvouched arrivals hold few slots at once: lock the round so concurrent ones count each other.
+        CollectionRound.objects.select_for_update(no_key=True).order_by().get(pk=round.pk)
+        held = Assignment.objects.filter(
+            round=round, status=Assignment.Status.ASSIGNED, confirmation=Assignment.Confirmation.UNCONFIRMED,
+            expires_at__gt=now, accepted_at__gt=now - timedelta(seconds=hold_seconds),
+        ).count()
+        if held >= hold_limit:
+            return None
     rules = round.qualification_rules or {}
     if "max_tasks_per_worker" in rules:
         done = Assignment.objects.holding_a_slot().filter(round=round, worker=worker).count()
@@ -808,7 +835,7 @@ def _request_assignment_locked(
         .values_list("pk", flat=True)[:CANDIDATE_BATCH]
     )
     take = dict(
-        round=round, worker=worker, now=now, rng=rng,
+        round=round, worker=worker, now=now, rng=rng, hold_seconds=hold_seconds,
         provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
     )
     busy = []
@@ -1058,7 +1085,7 @@ def qualifying_result(*, round: CollectionRound, worker: Worker) -> dict | None:
     threshold = (round.qualification_rules or {}).get("qualifies_for_project")
     if threshold is None:
         return None
-    answered = list(Assignment.objects.submitted().filter(round=round, worker=worker, gold_passed__isnull=False)
+    answered = list(Assignment.objects.confirmed().filter(round=round, worker=worker, gold_passed__isnull=False)
                     .values_list("gold_passed", flat=True))
     finished = len(answered) >= round.items.filter(is_gold=True).count()
     passed = sum(answered)
@@ -1199,6 +1226,8 @@ def record_confirmation(*, assignment: Assignment, confirmation: str, now: datet
                 _complete_item_if_done(item_id=item.pk, now=now)
             else:
                 _store_aggregate(item=item, handler=get_task_type(item.round.task_type))
+            # A qualifying round's answers count once confirmed: the qualification may be earned now.
+            _qualify_if_passed(round=item.round, worker=Worker.objects.get(pk=locked.worker_id))
     return locked
 
 

@@ -529,4 +529,9 @@ PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.3333")  # service fee
 PROLIFIC_MAX_ATTEMPTS = env_number("PROLIFIC_MAX_ATTEMPTS", "4", int)  # for safe calls only
 # First pause before a retry of a throttled / failing provider call (crowdbench.retry); doubles each time.
 PROVIDERS_RETRY_PAUSE_SECONDS = env_number("PROVIDERS_RETRY_PAUSE_SECONDS", "1.0", float)
+# A provider's worker whose arrival the provider could not vouch for (docs/providers.md, "Trust"):
+# their task is held this long at most (instead of the round's time limit), and a round holds at
+# most this many such tasks at once.
+UNCONFIRMED_HOLD_SECONDS = env_number("UNCONFIRMED_HOLD_SECONDS", "300", int)
+UNCONFIRMED_HOLD_LIMIT = env_number("UNCONFIRMED_HOLD_LIMIT", "5", int)
 # --- end crowd providers ---------------------------------------------------------------------------

@@ -402,6 +402,24 @@ class MTurkProvider(CrowdProvider):
             return False
         return remote.get("AssignmentStatus") in ("Submitted", "Approved", "Rejected")
 
+    def check_arrival(self, *, worker, provider_assignment_id: str, provider_task_id: str) -> bool | None:
+        """MTurk shows an accepted assignment only once it is handed in, so one arrival cannot be
+        checked; GetHIT does count the HIT's accepted, not yet handed-in assignments
+        (``NumberOfAssignmentsPending``). True while MTurk counts more of them than the other workers'
+        open tasks on this HIT here; otherwise None (it cannot tell: held briefly, capped per round)."""
+        from django.utils import timezone
+
+        from annotation.models import Assignment
+
+        hit = self._call("get_hit", HITId=provider_task_id).get("HIT") or {}
+        pending = hit.get("NumberOfAssignmentsPending")
+        if not isinstance(pending, int):
+            return None
+        others = (Assignment.objects.filter(provider_task_id=provider_task_id, worker__provider=self.name,
+                                            status=Assignment.Status.ASSIGNED, expires_at__gt=timezone.now())
+                  .exclude(provider_assignment_id=provider_assignment_id).count())
+        return True if pending > others else None
+
     def forged_if_unlisted(self, *, assignment, now) -> bool:
         # Until its time limit the worker may still hand the assignment in at MTurk.
         return assignment.expires_at <= now

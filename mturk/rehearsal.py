@@ -18,7 +18,7 @@ from .provider import ANSWERS_FIELD, encode_answers
 
 
 def simulate_mturk_worker(*, fake, round: CollectionRound, worker_id: str, rng: random.Random, accuracy: float,
-                          median_seconds: float, save_here: bool = True) -> int:
+                          median_seconds: float, save_here: bool = True, provider=None) -> int:
     """One MTurk worker takes every HIT of the round they can; returns how many they submitted.
 
     Like the worker page: accept at MTurk, take the HIT's item here, save here first, then submit at
@@ -36,7 +36,7 @@ def simulate_mturk_worker(*, fake, round: CollectionRound, worker_id: str, rng: 
         try:
             assignment = services.request_provider_assignment(
                 round=round, worker=worker, item=hit.item, provider_assignment_id=assignment_id,
-                provider_task_id=hit.hit_id, now=started,
+                provider_task_id=hit.hit_id, now=started, provider=provider,
             )
         except crowd.CrowdWorkError:
             assignment = None  # the page would show the reason; the worker returns the HIT
@@ -65,7 +65,7 @@ class MTurkRehearsal(Rehearsal):
     def simulate_workers(self, *, round, publication, rng, accuracy, median_seconds) -> int:
         return sum(
             simulate_mturk_worker(fake=self.fake, round=round, worker_id=f"ADRYRUN{number + 1:06d}", rng=rng,
-                                  accuracy=accuracy, median_seconds=median_seconds)
+                                  accuracy=accuracy, median_seconds=median_seconds, provider=self.provider)
             for number in range(round.workers_per_item)
         )
 

@@ -157,6 +157,16 @@ class CrowdProvider(abc.ABC):
         platform could not be reached). ``ProviderError`` may be raised and means None.
         """
 
+    def check_arrival(self, *, worker: Worker, provider_assignment_id: str, provider_task_id: str) -> bool | None:
+        """Before a task is reserved for a worker who arrived from the platform: does the platform show
+        that this worker holds this assignment of this task now? One call.
+
+        True: it does (the task is held for the round's time limit); False: it does not (nothing is
+        reserved); None: it cannot tell (the task is held ``UNCONFIRMED_HOLD_SECONDS`` at most, and a
+        round holds at most ``UNCONFIRMED_HOLD_LIMIT`` such tasks). ``ProviderError`` means None.
+        """
+        return None
+
     def forged_if_unlisted(self, *, assignment: Assignment, now: datetime) -> bool:
         """Whether a submission of ours that a complete listing of the platform lacks is forged now,
         rather than possibly still on its way to the platform."""

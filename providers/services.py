@@ -14,10 +14,12 @@ from datetime import datetime
 from typing import Iterable
 from decimal import Decimal
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound, Worker, WorkItem
@@ -239,9 +241,12 @@ def get_or_create_provider_worker(*, provider: str, external_id: str) -> Worker:
 
 def request_provider_assignment(
     *, round: CollectionRound, worker: Worker, provider_assignment_id: str, provider_task_id: str,
-    item: WorkItem | None = None, now: datetime | None = None,
+    item: WorkItem | None = None, now: datetime | None = None, provider: CrowdProvider | None = None,
 ) -> Assignment | None:
     """The assignment behind a provider's assignment id: found again on a reload, else taken.
+
+    Before a task is reserved, the worker's provider (``provider``, default: the registered one) is
+    asked whether it shows this worker on this assignment (``_arrival_hold``).
 
     With ``item`` (an MTurk HIT is one item) the worker gets exactly that item, under the same
     rules as the engine (qualification, one open task per round, per-worker limit, budget cap).
@@ -267,10 +272,37 @@ def request_provider_assignment(
         round=round, worker=worker, now=now, item=item,
         provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
         budget_allows=_budget_allows_with_fees,
+        arrival_hold=lambda: _arrival_hold(worker=worker, provider_assignment_id=provider_assignment_id,
+                                           provider_task_id=provider_task_id, provider=provider),
     )
     if assignment is None and existing is not None:
         return existing  # no task left for the session's next one: it is done
     return _follow_provider_ids(assignment, provider_assignment_id, provider_task_id)
+
+
+def _arrival_hold(*, worker: Worker, provider_assignment_id: str, provider_task_id: str,
+                  provider: CrowdProvider | None = None) -> dict:
+    """Ask the worker's provider whether it shows this worker on this assignment before a task is
+    reserved (``CrowdProvider.check_arrival``): refused (nothing reserved) when it does not; held the
+    round's time limit when it does; held briefly, and only a few at once per round, when it cannot tell."""
+    if worker.user_id is not None:
+        return {}  # logged in to the platform itself: who they say
+    provider = provider or get_provider(worker.provider)
+    try:
+        vouched = provider.check_arrival(worker=worker, provider_assignment_id=provider_assignment_id,
+                                         provider_task_id=provider_task_id)
+    except ProviderError as error:
+        logger.warning("%s could not check the arrival of worker %s on %s: %s", provider.name,
+                       worker.external_id, provider_assignment_id, error)
+        vouched = None
+    if vouched is False:
+        logger.warning("%s does not show worker %s on %s: nothing reserved", provider.name, worker.external_id,
+                       provider_assignment_id)
+        raise crowd.NotQualified(_("Your crowd platform does not show this task as yours. Please open it from "
+                                   "the platform."))
+    if vouched:
+        return {}
+    return {"hold_seconds": settings.UNCONFIRMED_HOLD_SECONDS, "hold_limit": settings.UNCONFIRMED_HOLD_LIMIT}
 
 
 def _budget_allows_with_fees(round: CollectionRound, worker: Worker) -> bool:

@@ -98,10 +98,11 @@ class ProviderSubmitView(APIView):
             outcome = crowd.submit_assignment(
                 assignment_id=assignment.pk, worker=worker, data=request.data, files=request.FILES)
             # Stored either way; it counts once the provider confirms it (now, or at the next sync).
-            services.confirm_submission(assignment=outcome.assignment)
-        body = {"assignment": assignment.pk, "status": outcome.assignment.status,
-                "payload": worker_answers(outcome.assignment), "stored": outcome.created,
-                **get_provider(worker.provider).after_submit(assignment=outcome.assignment)}
+            # What comes next (e.g. a completion code) depends on that answer.
+            saved = services.confirm_submission(assignment=outcome.assignment)
+            body = {"assignment": assignment.pk, "status": saved.status,
+                    "payload": worker_answers(saved), "stored": outcome.created,
+                    **get_provider(worker.provider).after_submit(assignment=saved)}
         return Response(body, status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK)
 
 

@@ -21,6 +21,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import httpx
 from django.conf import settings
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from annotation.selectors import slots_still_needed
 from crowdbench.retry import (
@@ -86,6 +87,13 @@ def task_url(round) -> str:
         f"{settings.PROVIDERS_PUBLIC_BASE_URL.rstrip('/')}/work/prolific/{round.pk}/"
         "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
     )
+
+
+def unconfirmed_message() -> str:
+    """What a participant whose study session Prolific does not confirm sees instead of the completion code."""
+    return _("Your answers were saved, but Prolific does not show this study session as yours, so no "
+             "completion code can be given. If you took part through Prolific, please write to the "
+             "researcher there.")
 
 
 def completion_code(round) -> str:
@@ -299,6 +307,18 @@ class ProlificProvider(CrowdProvider):
             return False
         return True if remote.get("status") in CONFIRMING_STATUSES else None
 
+    def check_arrival(self, *, worker, provider_assignment_id: str, provider_task_id: str) -> bool | None:
+        """GET the submission by its id (the SESSION_ID): Prolific creates it, ``ACTIVE``, when the
+        participant starts the study. True when it is this participant's, in this study, and active;
+        False when Prolific has no such submission, it is another participant's or study's, or it is
+        no longer active (returned, timed out or already handed in)."""
+        try:
+            remote = self._request("GET", f"submissions/{provider_assignment_id}/")
+        except NotFound:
+            return False
+        return (remote.get("participant_id") == worker.external_id and remote.get("study_id") == provider_task_id
+                and remote.get("status") == "ACTIVE")
+
     def screens_language(self, *, round) -> bool:
         """Only a study published with a first- or fluent-language filter screens language."""
         from ..models import Publication
@@ -316,6 +336,9 @@ class ProlificProvider(CrowdProvider):
         from ..models import Publication
 
         round = assignment.round
+        if assignment.confirmation != Assignment.Confirmation.CONFIRMED:
+            # The completion code is Prolific's proof of work: only for a session Prolific confirmed.
+            return {"message": unconfirmed_message()}
         done = Assignment.objects.filter(round=round, worker=assignment.worker, status=Assignment.Status.SUBMITTED,
                                          provider_assignment_id=assignment.provider_assignment_id).count()
         if done < tasks_per_session(round) and round.status == CollectionRound.Status.OPEN:

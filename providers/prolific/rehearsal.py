@@ -15,7 +15,8 @@ from .fake_server import FakeProlificServer, RehearsalError
 
 
 def simulate_prolific_participant(*, fake, round: CollectionRound, study_id: str, participant_id: str,
-                                  rng: random.Random, accuracy: float, median_seconds: float) -> bool:
+                                  rng: random.Random, accuracy: float, median_seconds: float,
+                                  provider=None) -> bool:
     """One participant opens the study, does one task here and enters the completion code."""
     try:
         submission = fake.start_submission(study_id, participant_id)
@@ -26,6 +27,7 @@ def simulate_prolific_participant(*, fake, round: CollectionRound, study_id: str
     started = timezone.now()
     assignment = services.request_provider_assignment(
         round=round, worker=worker, provider_assignment_id=submission["id"], provider_task_id=study_id, now=started,
+        provider=provider,
     )
     if assignment is None:
         fake.return_submission(submission["id"])
@@ -46,7 +48,7 @@ class ProlificRehearsal(Rehearsal):
         return sum(
             simulate_prolific_participant(fake=self.fake, round=round, study_id=publication.external_id,
                                           participant_id=f"dryrun{number + 1:018d}", rng=rng, accuracy=accuracy,
-                                          median_seconds=median_seconds)
+                                          median_seconds=median_seconds, provider=self.provider)
             for number in range(round.items.count() * round.workers_per_item)
         )
 

@@ -15,7 +15,7 @@ from annotation.models import Assignment, CollectionRound
 from .. import services
 from ..models import Publication
 from ..views import consent_gate, refuse, render_task_page
-from .provider import COMPLETE_URL, ProlificProvider
+from .provider import COMPLETE_URL, ProlificProvider, unconfirmed_message
 
 # Prolific ids arrive in the query string: accept only what Prolific issues.
 PROLIFIC_ID = re.compile(r"^[A-Za-z0-9]{1,64}$")
@@ -45,6 +45,9 @@ def task(request, round_id: int):
             return refuse(request, _("There is no task left for you in this study. Please return it on Prolific."),
                           409)
         if assignment.status == Assignment.Status.SUBMITTED:
+            # The completion code only for a session Prolific confirms (looked up again, at most once a minute).
+            if services.confirm_submission(assignment=assignment).confirmation != Assignment.Confirmation.CONFIRMED:
+                return refuse(request, unconfirmed_message(), 403)
             return HttpResponseRedirect(COMPLETE_URL.format(code=publication.details["completion_code"]))
         return render_task_page(request, template="prolific/task_page.html", round=round, assignment=assignment,
                                 provider=ProlificProvider.name)

@@ -108,7 +108,8 @@ def test_reports_are_listed_for_researchers_in_the_admin():
     assert page.status_code == 200 and urls[0] in page.content.decode()
 
 
-def test_provider_pages_report_with_their_task_token():
+def test_provider_pages_report_with_their_task_token(settings):
+    settings.PROVIDERS_RETRY_PAUSE_SECONDS = 0  # the arrival check cannot reach the provider here: no pauses
     instance = make_instance()
     round = make_round(task_type="pairwise", targets=[tuple(make_outputs(instance=instance))])
     worker = provider_services.get_or_create_provider_worker(provider="prolific", external_id="PID1")

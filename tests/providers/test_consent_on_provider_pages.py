@@ -29,7 +29,8 @@ def test_prolific_participant_agrees_before_the_task(prolific_fake, round_factor
     round = round_factory(items=2, consent_text=STUDY)
     services.publish_round(round=round, provider_name="prolific", provider=ProlificProvider(retry_pause=0))
     study = Publication.objects.get(round=round, provider="prolific").external_id
-    url = f"/work/prolific/{round.pk}/?PROLIFIC_PID=PID1&STUDY_ID={study}&SESSION_ID=SESSION1"
+    session = prolific_fake.start_submission(study, participant_id="PID1")["id"]  # a participant Prolific knows
+    url = f"/work/prolific/{round.pk}/?PROLIFIC_PID=PID1&STUDY_ID={study}&SESSION_ID={session}"
     client = Client(enforce_csrf_checks=True)  # the answer's own token protects it, not a cookie
     page = client.get(url)
     html = page.content.decode()

@@ -7,6 +7,7 @@ import pytest
 from annotation import services as crowd
 from providers import services
 from providers.base import ProviderError
+from providers.models import Publication
 from providers.prolific.provider import ProlificProvider, eligibility_filters
 
 pytestmark = pytest.mark.django_db
@@ -29,8 +30,10 @@ def test_language_and_approval_filters_are_sent_with_the_study(prolific_fake, ro
         {"filter_id": "approval_rate", "selected_range": {"lower": 95, "upper": 100}},
     ]
     participant = services.get_or_create_provider_worker(provider="prolific", external_id="a" * 24)
+    study = Publication.objects.get(round=round).external_id
+    session = prolific_fake.start_submission(study, participant_id="a" * 24)["id"]  # a participant Prolific knows
     assignment = services.request_provider_assignment(round=round, worker=participant,
-                                                      provider_assignment_id="s" * 24, provider_task_id="study")
+                                                      provider_assignment_id=session, provider_task_id=study)
     assert assignment is not None
     participant.refresh_from_db()
     assert participant.languages == ["ja"]

@@ -46,14 +46,21 @@ def save(action: str, token: str, data: dict):
     return Client().post(action, data, content_type="application/json", HTTP_X_TASK_TOKEN=token)
 
 
+def unreachable_at_arrival(fake, settings):
+    """Prolific cannot be reached when the next entry is checked: the task is held briefly, unconfirmed."""
+    fake.fail_next(count=settings.PROLIFIC_MAX_ATTEMPTS, operation="GET /api/v1/submissions/{id}/")
+
+
 def rank_on_prolific(round, *, participant: str, study: str, session: str):
     """A participant's visit to the study link and the save of a full-agreement ranking."""
     assignment, token, action = page_and_token(
         f"/work/prolific/{round.pk}/?PROLIFIC_PID={participant}&STUDY_ID={study}&SESSION_ID={session}")
     saved = save(action, token, {"order": shown_order(assignment, sorted(assignment.presentation["review_order"]))})
     assert saved.status_code == 201, saved.content  # the save itself is accepted: it is the worker's answer
-    assert "complete?cc=" in saved.json()["redirect_url"]
-    return Assignment.objects.get(pk=assignment.pk)
+    assignment = Assignment.objects.get(pk=assignment.pk)
+    # The completion code only for a session Prolific confirms.
+    assert ("complete?cc=" in saved.json().get("redirect_url", "")) == (assignment.confirmation == "confirmed")
+    return assignment
 
 
 @pytest.fixture
@@ -70,7 +77,7 @@ def ranking_project(prolific_fake):
     return project, round, Publication.objects.get(round=round).external_id
 
 
-def test_forged_prolific_participants_count_for_nothing(prolific_fake, ranking_project, tmp_path):
+def test_forged_prolific_participants_count_for_nothing(prolific_fake, ranking_project, tmp_path, settings):
     project, round, study_id = ranking_project
     first, second = WorkItem.objects.filter(round=round).order_by("position")
     # Three honest participants: Prolific made their submissions when they started the study.
@@ -85,9 +92,12 @@ def test_forged_prolific_participants_count_for_nothing(prolific_fake, ranking_p
     first.refresh_from_db()
     assert first.completed_at is not None  # honest work completes its item at submit time
 
-    # Three made-up participants with the real study id fill every slot of the next item.
-    forged = [rank_on_prolific(round, participant=f"FAKEPID{n}", study=study_id, session=f"FAKESESSION{n}")
-              for n in range(1, 4)]
+    # Three made-up participants with the real study id, arriving while Prolific cannot be reached
+    # (made-up sessions it can check are refused at arrival: test_forged_work), fill the next item.
+    forged = []
+    for n in range(1, 4):
+        unreachable_at_arrival(prolific_fake, settings)
+        forged.append(rank_on_prolific(round, participant=f"FAKEPID{n}", study=study_id, session=f"FAKESESSION{n}"))
     assert {a.item_id for a in forged} == {second.pk}
     assert {a.confirmation for a in forged} == {"forged"}
     second.refresh_from_db()
@@ -179,13 +189,15 @@ def test_forged_mturk_assignments_count_for_nothing(mturk_fake, round_factory, c
     assert set(Assignment.objects.filter(pk__in=forged).values_list("review_status", flat=True)) == {"submitted"}
 
 
-def test_a_repeated_save_asks_the_provider_once(prolific_fake, ranking_project):
+def test_a_repeated_save_asks_the_provider_once(prolific_fake, ranking_project, settings):
     _project, round, study_id = ranking_project
     url = f"/work/prolific/{round.pk}/?PROLIFIC_PID=FAKEPID9&STUDY_ID={study_id}&SESSION_ID=FAKESESSION9"
+    unreachable_at_arrival(prolific_fake, settings)
     assignment, token, action = page_and_token(url)
+    lookups = len(prolific_fake.calls("GET /api/v1/submissions/{id}/"))
     answers = {"order": shown_order(assignment, sorted(assignment.presentation["review_order"]))}
     assert save(action, token, answers).status_code == 201
     for _ in range(3):  # double clicks, retries, a loop: the stored answer, no more provider calls
         assert save(action, token, answers).status_code == 200
-    assert len(prolific_fake.calls("GET /api/v1/submissions/{id}/")) == 1
+    assert len(prolific_fake.calls("GET /api/v1/submissions/{id}/")) == lookups + 1
     assert Assignment.objects.get(pk=assignment.pk).confirmation == "forged"

@@ -188,7 +188,8 @@ def test_query_strings_with_control_characters_are_refused():
 
 
 @pytest.fixture
-def provider_assignment():
+def provider_assignment(settings):
+    settings.PROVIDERS_RETRY_PAUSE_SECONDS = 0  # the arrival check cannot reach the provider here: no pauses
     round = make_round(task_type="verification", targets=[make_candidate()])
     worker = provider_services.get_or_create_provider_worker(provider="mturk", external_id="AWORKER9")
     assignment = provider_services.request_provider_assignment(

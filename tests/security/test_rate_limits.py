@@ -88,6 +88,7 @@ def test_submissions_are_limited_per_worker_and_per_address(settings):
 
 
 def test_provider_submissions_are_limited_per_task_token(settings):
+    settings.PROVIDERS_RETRY_PAUSE_SECONDS = 0  # the arrival check cannot reach the provider here: no pauses
     with_rates(settings, "submission", per_worker="2/h")
     round = make_round(task_type="verification", targets=[make_candidate()])
     worker = provider_services.get_or_create_provider_worker(provider="mturk", external_id="AWORKER7")

@@ -120,7 +120,8 @@ def test_pairwise_sides_appear_as_presented_with_the_choice_marked(client, resea
         assert item.output_a.instance.ordered_images()[0].display_url in shown
 
 
-def test_gold_result_time_and_a_provider_worker_by_label(client, researcher, project):
+def test_gold_result_time_and_a_provider_worker_by_label(client, researcher, project, settings):
+    settings.PROVIDERS_RETRY_PAUSE_SECONDS = 0  # the arrival check cannot reach the provider here: no pauses
     outputs = tuple(make_outputs(instance=make_instance()))
     gold_round = make_round(task_type="pairwise", targets=[outputs], workers_per_item=2, project=project,
                             gold_answers={0: {"winner": "a"}})

@@ -1,6 +1,7 @@
-"""Forged entries driven through chromium: a made-up Prolific participant with the real study id, and
-made-up MTurk assignment and worker ids with a real HIT id. The pages save the answers, but the
-work completes nothing, and sync reports it as forged."""
+"""Forged entries driven through chromium: a made-up Prolific participant with the real study id (refused
+at arrival: Prolific has no such submission), and made-up MTurk assignment and worker ids with a real
+HIT id (MTurk cannot vouch for an arrival: the page saves the answers, but the work completes nothing,
+and sync reports it as forged)."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -35,20 +36,16 @@ def test_forged_prolific_participant_in_the_browser_completes_nothing(
     completed = []
     page.route("https://app.prolific.com/**", lambda route: (completed.append(route.request.url), route.fulfill(
         status=200, content_type="text/html", body="<p id='done'>Study complete</p>")))
-    page.goto(f"{live_server.url}/work/prolific/{round.pk}/?PROLIFIC_PID=FAKEPID1&STUDY_ID={study_id}"
-              "&SESSION_ID=FAKESESSION1")
-    page.locator("#task-form[data-ready=true]").wait_for()
-    page.locator("label[for=choice-left]").click()
-    page.locator("#submit-button").click()
-    page.locator("#done").wait_for()
+    # Prolific has no such submission: the entry is refused before anything is reserved.
+    response = page.goto(f"{live_server.url}/work/prolific/{round.pk}/?PROLIFIC_PID=FAKEPID1&STUDY_ID={study_id}"
+                         "&SESSION_ID=FAKESESSION1")
+    assert response.status == 403
+    assert "does not show this task as yours" in page.content()
+    assert page.locator("#task-form").count() == 0
     context.close()
-    assert len(completed) == 1
-    assignment = Assignment.objects.get()
-    assert assignment.status == "submitted" and assignment.confirmation == "forged"
+    assert completed == [] and not Assignment.objects.exists()
     assert WorkItem.objects.get().completed_at is None
     assert pairwise_battles(round).empty
-    report = services.sync_round(round=round, providers={"prolific": ProlificProvider(retry_pause=0)})
-    assert [row["worker"] for row in report.forged] == ["FAKEPID1"]
     assert services.pay_round(round=round).approved == 0 and prolific_fake.total_paid("reward") == 0
 
 

@@ -10,6 +10,8 @@
     const next = document.getElementById("prolific-next-message");
     const statusLine = document.getElementById("task-status");
     if (event.detail.next_task && next && statusLine) statusLine.textContent = next.textContent;
+    // A session Prolific does not confirm gets the server's message and no completion code.
+    if (event.detail.message && statusLine) statusLine.textContent = event.detail.message;
     if (event.detail.redirect_url) window.location.assign(event.detail.redirect_url);
   });
 })();
