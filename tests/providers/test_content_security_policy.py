@@ -17,6 +17,7 @@ from providers import services
 from providers.models import Publication
 from providers.prolific.provider import ProlificProvider
 from tests.annotation.factories import make_worker_user
+from tests.providers.test_forged_work import started
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "csp-pass-123"
@@ -71,7 +72,9 @@ def prolific_task_url(prolific_fake, round_factory):
     round = round_factory(items=1, workers_per_item=1)
     services.publish_round(round=round, provider_name="prolific", provider=ProlificProvider(retry_pause=0))
     study = Publication.objects.get(round=round).external_id
-    return f"/work/prolific/{round.pk}/?PROLIFIC_PID=P1&STUDY_ID={study}&SESSION_ID=S1"
+    # A participant who really started the study: Prolific vouches for the arrival.
+    participant, session = started(prolific_fake, study)
+    return f"/work/prolific/{round.pk}/?PROLIFIC_PID={participant}&STUDY_ID={study}&SESSION_ID={session}"
 
 
 @pytest.fixture
