@@ -101,3 +101,16 @@ def log_in(page, username: str, password: str = "work-pass-123", next_url: str =
     page.fill("#id_password", password)
     page.press("#id_password", "Enter")
     page.wait_for_url(f"**{next_url}")
+
+
+def images_loaded(images) -> bool:
+    """Whether every image of the locator ``images`` has loaded and has pixels. Waits (Playwright's
+    polling expect, its default timeout) until each has finished loading, since a page's lazily
+    loaded images may still be arriving when the element is visible; a broken image then answers
+    False."""
+    from playwright.sync_api import expect
+
+    count = images.count()
+    for index in range(count):
+        expect(images.nth(index)).to_have_js_property("complete", True)
+    return count > 0 and all(images.evaluate_all("images => images.map(i => i.naturalWidth > 0)"))

@@ -18,7 +18,7 @@ from ..factories import (
     make_worker_user,
     png_bytes,
 )
-from .conftest import log_in
+from .conftest import images_loaded, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -46,19 +46,13 @@ def assert_inert(page):
     assert page.locator(".instruction-box img").count() == 0
 
 
-def images_loaded(page) -> bool:
-    return page.evaluate(
-        "Array.from(document.querySelectorAll('.images img')).every(img => img.complete && img.naturalWidth > 0)"
-    )
-
-
 def test_instruction_generation_with_an_uploaded_image(page, tmp_path):
     family = make_family(name="Shape questions", stored_images=True)
     round = make_round(task_type="instruction_generation", targets=[family])
     user = make_worker_user()
     open_round(page, round, user.username)
     assert page.locator(".seed-instruction").text_content() == family.seed_instruction
-    assert images_loaded(page)
+    assert images_loaded(page.locator(".images img"))
     assert page.locator("#task-timer").text_content() != "--:--"
     image_file = tmp_path / "my-photo.png"
     image_file.write_bytes(png_bytes("green", size=(80, 60)))
@@ -154,7 +148,7 @@ def test_caption_task_shows_a_hostile_instruction_inert_and_stores_one_caption_p
     user = make_worker_user()
     open_round(page, round, user.username)
     assert_inert(page)
-    assert images_loaded(page)
+    assert images_loaded(page.locator(".images img"))
 
     # An empty caption is refused with a message, and nothing is stored.
     page.get_by_label("Caption of image 1").fill("A red circle on the left.")

@@ -7,6 +7,7 @@ import pytest
 
 from evaluation.core.ratings import compute_ratings
 from evaluation.selectors import human_battles
+from tests.annotation.browser.conftest import images_loaded
 
 from .conftest import log_in_researcher as log_in
 from ..results_data import judged_project
@@ -38,9 +39,7 @@ def test_researcher_watches_a_round_and_downloads_the_leaderboard(page, research
     page.wait_for_url("**method=bt**")
     rows = page.locator("table.leaderboard tbody tr")
     assert rows.count() == 3
-    image = page.locator("img.plot").first
-    image.wait_for()
-    assert page.evaluate("img => img.complete && img.naturalWidth > 0", image.element_handle())
+    assert images_loaded(page.locator("img.plot").first)
 
     with page.expect_download() as download_info:
         page.locator("#leaderboard-json").click()

@@ -8,6 +8,7 @@ from annotation.models import Assignment
 from datasets_app.models import ModelOutput
 from mturk.provider import MTurkProvider
 from providers import services
+from tests.annotation.browser.conftest import images_loaded
 from tests.annotation.factories import make_instance, make_outputs, make_round
 from tests.providers.test_mturk import work
 
@@ -36,8 +37,7 @@ def test_researcher_rejects_a_pairwise_submission_with_feedback(page, researcher
 
     card = page.locator(f"#submission-{assignment.pk}")
     card.locator("img").first.wait_for()
-    widths = card.locator(".images img").evaluate_all("images => images.map(i => i.complete && i.naturalWidth)")
-    assert widths and all(width > 0 for width in widths)  # the worker's image(s), loaded
+    assert images_loaded(card.locator(".images img"))  # the worker's image(s), loaded
     left, right = card.locator(".response-text").all_inner_texts()
     texts = {"a": "model-x says something.", "b": f"Two circles. {HOSTILE}"}
     assert (left, right) == (texts[assignment.presentation["left"]], texts[assignment.presentation["right"]])
