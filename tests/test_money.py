@@ -90,3 +90,21 @@ def test_a_round_paying_fractions_of_a_yen_is_refused_and_nothing_is_saved():
     assert refused.value.message_dict["reward_per_task"] == ["JPY amounts have no decimal places."]
     assert not CollectionRound.objects.exists()
     services.create_round(name="cents", task_type="pairwise", currency="USD", reward_per_task=Decimal("0.50"))
+
+
+@pytest.mark.django_db
+def test_extending_a_round_to_a_fraction_of_a_yen_is_refused_and_changes_nothing():
+    from annotation import services
+    from annotation.models import CollectionRound
+
+    from tests.annotation.factories import make_instance, make_outputs
+
+    round = services.create_round(name="yen", task_type="pairwise", currency="JPY", reward_per_task=Decimal("30"),
+                                  budget_cap=Decimal("1000"))
+    services.add_items(round=round, targets=[tuple(make_outputs(instance=make_instance()))])
+    round = services.open_round(round=round)
+    with pytest.raises(services.InvalidTransition, match="JPY amounts have no decimal places"):
+        services.extend_round(round=round, budget_cap=Decimal("1000.5"))
+    assert CollectionRound.objects.get(pk=round.pk).budget_cap == Decimal("1000.00")
+    services.extend_round(round=round, budget_cap=Decimal("1200"))
+    assert CollectionRound.objects.get(pk=round.pk).budget_cap == Decimal("1200.00")
