@@ -325,7 +325,7 @@ def eligible_workers(*, round: CollectionRound) -> list[Worker]:
         .annotate(
             approved=_count_subquery(Assignment.objects.filter(
                 worker=OuterRef("pk"), review_status=Assignment.ReviewStatus.APPROVED), group_by="worker"),
-            failed=_count_subquery(in_round.submitted().filter(gold_passed=False), group_by="worker"),
+            failed=_count_subquery(in_round.confirmed().filter(gold_passed=False), group_by="worker"),
             holding=_count_subquery(in_round.holding_a_slot(), group_by="worker"),
             qualified=Exists(Qualification.objects.filter(worker=OuterRef("pk"), project_id=round.project_id)),
         )

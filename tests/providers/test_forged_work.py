@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from annotation import services as crowd
 from annotation.models import Assignment, Qualification
-from annotation.selectors import approval_split, work_list_for_worker
+from annotation.selectors import approval_split, eligible_workers, work_list_for_worker
 from projects.services import create_project
 from providers import services
 from providers.models import Publication
@@ -124,6 +124,7 @@ def test_forged_work_is_in_no_reader_of_worker_facts():
     assert crowd.failed_checks(round=practice, worker=wrong) == 0
     assert crowd.read_round_for_worker(round_id=practice.pk, worker=wrong).worker_facts.failed_checks == 0
     assert [offer.round.pk for offer in work_list_for_worker(worker=wrong)] == [practice.pk]
+    assert wrong.pk in {worker.pk for worker in eligible_workers(round=practice)}  # the stuck-items panel's count
     assert crowd.qualifying_result(round=practice, worker=right)["answers"] == 0
     # Gold accuracy for approval: nobody's confirmed gold answers, so nobody is approved automatically.
     local = make_worker()
