@@ -115,14 +115,21 @@ def project_watch(*, project, coverage_target: int = DEFAULT_COVERAGE_TARGET) ->
     rounds = list(CollectionRound.objects.filter(project=project, status=CollectionRound.Status.OPEN)
                   .order_by("-opened_at", "-id"))
     watches = [round_watch(round=round, coverage_target=coverage_target, with_throughput=False) for round in rounds]
-    spend: dict[str, dict] = defaultdict(lambda: {"spent": Decimal("0"), "budget_cap": Decimal("0"), "uncapped": 0})
+    # Spend in capped rounds is compared with their caps alone: the uncapped rounds' spend beside
+    # the sum of caps would read as overspending.
+    spend: dict[str, dict] = defaultdict(lambda: {"spent": Decimal("0"), "budget_cap": Decimal("0"), "uncapped": 0,
+                                                  "capped": 0, "spent_capped": Decimal("0"),
+                                                  "spent_uncapped": Decimal("0")})
     for watch in watches:
         entry = spend[watch["round"]["currency"]]
         entry["spent"] += watch["spent"]
         if watch["budget_cap"] is None:
             entry["uncapped"] += 1
+            entry["spent_uncapped"] += watch["spent"]
         else:
+            entry["capped"] += 1
             entry["budget_cap"] += watch["budget_cap"]
+            entry["spent_capped"] += watch["spent"]
     assignments = Assignment.objects.filter(round__in=rounds)
     complete = CollectionRound.objects.filter(project=project, status=CollectionRound.Status.COMPLETE).annotate(
         item_count=Count("items")).order_by("-opened_at", "-id")

@@ -125,7 +125,8 @@ def test_project_watch_aggregates_the_open_rounds(data, researcher):
     assert totals["items"] == 12 and totals["items_completed"] == 11
     assert totals["in_flight"] == 1
     assert totals["spend"] == [{"currency": "USD", "spent": REWARD * 35, "budget_cap": Decimal("20.00"),
-                                "uncapped": 0}]
+                                "uncapped": 0, "capped": 1, "spent_capped": REWARD * 35,
+                                "spent_uncapped": Decimal("0")}]
     assert sum(row["submissions"] for row in watch["throughput"]) == 35
     assert {(row["name"], row["done"], row["reached"]) for row in watch["verified_per_family"]} == {
         ("Counting study-a", 2, True), ("Colours study-a", 1, False)}
@@ -142,6 +143,10 @@ def test_round_watch_page_and_json(client, researcher, data):
     assert agreeing["label"] == "Votes agreeing with the majority" and agreeing["percent"] is True
     assert f'<th scope="row">Votes agreeing with the majority</th><td>{round(agreeing["value"] * 100)} %</td>' in html
     assert 'title="How many more are needed to reach the target">Missing</th>' in html
+    assert "3 workers per item" in html
+    CollectionRound.objects.filter(pk=data.pairwise.pk).update(workers_per_item=1)
+    html = client.get(reverse("cockpit:round-watch", args=["study-a", data.pairwise.pk])).content.decode()
+    assert "1 worker per item" in html and "1 workers" not in html
     response = client.get(reverse("cockpit:round-watch-json", args=["study-a", data.pairwise.pk]), {"target": "3"})
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     body = response.json()
@@ -156,10 +161,24 @@ def test_project_watch_page_links_each_open_round(client, collaborator, data):
         assert reverse("cockpit:round-watch", args=["study-a", round.pk]) in html
     # The complete ranking rounds are linked under "Complete rounds", not counted as open.
     assert client.get(reverse("cockpit:watch-json", args=["study-a"])).json()["totals"]["rounds"] == 1
-    assert "spent of 20.00 USD capped" in html and "without cap" not in html
+    assert "17.50 of a 20.00 USD cap in 1 capped round" in html and "without a cap" not in html
     CollectionRound.objects.filter(project__slug="study-a").update(budget_cap=None)
     html = client.get(reverse("cockpit:watch", args=["study-a"])).content.decode()
-    assert "spent · no cap" in html and "capped" not in html and "without cap" not in html
+    assert "17.50 USD in 1 round without a cap" in html and "capped" not in html
+
+
+def test_project_spend_compares_capped_rounds_with_their_caps_alone(client, researcher, data):
+    """An uncapped round's spend is not set against the other rounds' caps: 17.50 spent in a round
+    capped at 20.00 plus 17.50 in an uncapped one is within its cap, not 35.00 of 20.00."""
+    uncapped = data.pairwise
+    CollectionRound.objects.filter(pk=uncapped.pk).update(budget_cap=None)
+    yen = yen_round(uncapped.project, items_left=1)
+    client.force_login(researcher)
+    html = client.get(reverse("cockpit:watch", args=["study-a"])).content.decode()
+    assert "spent of" not in html  # the old text, which read as overspending
+    assert '<span class="value">17.50 USD</span>' in html
+    assert "17.50 USD in 1 round without a cap" in html
+    assert "90 of a 1000 JPY cap in 1 capped round" in html
 
 
 @pytest.mark.parametrize("target", ["0", "-3", "ten", "100001"])
@@ -191,7 +210,7 @@ def test_watch_pages_show_yen_without_decimal_places(client, researcher, project
     assert '<span class="value">90 JPY</span>' in html and "spent of 1000 JPY budget" in html
     assert "(target 18 JPY/h)" in html
     html = client.get(reverse("cockpit:watch", args=["study-a"])).content.decode()
-    assert '<span class="value">90 JPY</span>' in html and "spent of 1000 JPY capped" in html
+    assert '<span class="value">90 JPY</span>' in html and "90 of a 1000 JPY cap in 1 capped round" in html
     assert "<td>90 / 1000 JPY</td>" in html
     # The JSON keeps the exact stored amounts.
     body = client.get(reverse("cockpit:round-watch-json", args=["study-a", round.pk])).json()

@@ -23,6 +23,10 @@ def test_researcher_watches_a_round_and_downloads_the_leaderboard(page, research
     assert page.locator("#items-done .value").inner_text() == "11 / 12"
     assert page.locator("#in-flight .value").inner_text() == "1"
     assert "20.00 USD/h" in page.locator("#wage").inner_text()
+    # Each label of a figure on its own line: run together they read "… tasks)effective hourly wage".
+    labels = page.locator("#wage .label")
+    assert labels.count() == 2
+    assert labels.nth(0).bounding_box()["y"] < labels.nth(1).bounding_box()["y"]
     assert page.locator("table.levels").get_by_text("3/3").is_visible()
     assert page.locator("table.throughput tbody tr").count() >= 1
     page.fill("input[name=target]", "6")
