@@ -7,6 +7,7 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from annotation.rule_labels import describe_rule
 from annotation.watch import DEFAULT_COVERAGE_TARGET
 from datasets_app.models import Language
 from evaluation.core import irr
@@ -169,7 +170,8 @@ class WidenEligibilityForm(forms.Form):
 
         super().__init__(*args, **kwargs)
         present = round.qualification_rules or {}
-        self.fields["rules"].choices = [(rule, f"{rule}: {present[rule]}") for rule in WIDENING_RULES if rule in present]
+        self.fields["rules"].choices = [(rule, describe_rule(rule, present[rule], language=round.language))
+                                        for rule in WIDENING_RULES if rule in present]
 
 
 class PublishForm(forms.Form):

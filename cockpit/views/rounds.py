@@ -18,6 +18,7 @@ from annotation import round_builder
 from annotation.forms import ConsentTextForm
 from annotation import services as crowd
 from annotation.models import CollectionRound, WorkItem
+from annotation.rule_labels import describe_rules
 from annotation.samplers import SamplerError
 from annotation.selectors import items_without_eligible_worker, round_progress
 from annotation.task_types import get_task_type
@@ -139,6 +140,7 @@ def _round_context(request, project, round: CollectionRound, **extra) -> dict:
         "cockpit_section": "rounds",
         "round": round,
         "handler": get_task_type(round.task_type),
+        "rule_labels": describe_rules(round.qualification_rules, language=round.language),
         "progress": round_progress(round=round),
         "balance": round_builder.round_balance(round=round),
         "items_page": items,

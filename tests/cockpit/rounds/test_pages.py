@@ -610,3 +610,24 @@ def test_a_dry_run_of_a_complete_round_says_nothing_to_publish_and_offers_no_pub
     page = response.content.decode()
     assert response.status_code == 200 and "nothing to publish" in page and 'id="publish-form"' not in page
     assert not Publication.objects.exists()
+
+
+def test_a_rounds_qualifications_are_shown_in_words_not_as_stored(client, researcher, project):
+    round = draft_round(project, qualification_rules={"language_matched": True, "min_approved_tasks": 1,
+                                                      "stop_after_failed_checks": 0,
+                                                      "min_gold_accuracy_for_approval": 0.8})
+    client.force_login(researcher)
+    page = client.get(round_url(round)).content.decode()
+    shown = re.search(r'<td id="round-qualifications">(.*?)</td>', page).group(1)
+    assert "language_matched" not in re.sub(r'title="[^"]*"', "", shown) and "True" not in shown
+    assert "only workers who list English among their languages" in shown
+    assert "at least 1 approved task in earlier rounds" in shown
+    assert "no stop after failed checks" in shown and "approved automatically from 80 % gold accuracy" in shown
+
+
+def test_the_widening_form_names_each_rule_in_words(client, researcher, project):
+    round, _ann, _ben = stuck_round(project)
+    client.force_login(researcher)
+    page = client.get(round_url(round)).content.decode()
+    assert 'value="language_matched"' in page
+    assert "only workers who list English among their languages" in page and "language_matched: True" not in page
