@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
@@ -19,7 +20,8 @@ from .permissions import NOT_A_WORKER
 
 
 def _refuse(request, message: str, status: int):
-    return render(request, "annotation/message.html", {"message": message}, status=status)
+    return render(request, "message.html", {"message": message, "back_url": reverse("annotation:work-list"),
+                                            "back_label": _("Back to the list of work")}, status=status)
 
 
 def worker_required(view):

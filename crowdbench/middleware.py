@@ -162,8 +162,10 @@ class RateLimitMiddleware:
 class ServiceErrorPageMiddleware:
     """Pages answer a service's refusal with its status and message, as the API's handler does.
 
-    DRF views handle their own exceptions first (``crowdbench.api_errors``); this covers the
-    server-rendered pages, so no view catches service errors by hand.
+    DRF views handle their own exceptions first (``crowdbench.api_errors``); the cockpit shows a
+    refusal at the form that caused it, or on its own page with the project's navigation
+    (``cockpit.access.refused``); this covers every other page, with a way back to where the
+    person was.
     """
 
     def __init__(self, get_response):
@@ -181,7 +183,10 @@ class ServiceErrorPageMiddleware:
             return None
         if request.path.startswith("/api/"):
             return refusal(request, exception.message, exception.status_code)
-        return render(request, "message.html", {"message": exception.message}, status=exception.status_code)
+        from cockpit.access import back_url
+
+        return render(request, "message.html", {"message": exception.message, "back_url": back_url(request, "")},
+                      status=exception.status_code)
 
 
 class ContentSecurityPolicyMiddleware:

@@ -26,7 +26,7 @@ from .worker_access import assignment_for_token, task_token
 
 
 def refuse(request, message: str, status_code: int):
-    return render(request, "providers/message.html", {"message": message}, status=status_code)
+    return render(request, "message.html", {"message": message, "no_site_links": True}, status=status_code)
 
 
 CONSENT_SALT = "providers.consent"

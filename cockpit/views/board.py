@@ -8,6 +8,7 @@ from django.urls import path, reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
+from crowdbench.errors import ServiceError
 from datasets_app.uploads import import_families_upload, import_predictions_upload, import_review_sets_upload
 from stepruns.kinds.registry import KINDS
 from stepruns.models import StepRun
@@ -39,12 +40,16 @@ def _start_forms(project, bound_kind: str | None = None, data=None):
     ]
 
 
-def _board(request, project, *, bound_kind=None, data=None, status=200):
+def _board(request, project, *, bound_kind=None, data=None, refused_upload: tuple[str, str] | None = None,
+           status=200):
+    """The board; ``refused_upload`` is ``(upload name, why)`` for an upload to show refused in its own form."""
     owner = is_owner(request, project)
+    refused_name, why = refused_upload or (None, None)
     context = {
         "project": project, "cockpit_section": "board", "board": pipeline_board(project), "can_manage": owner,
         "start_forms": _start_forms(project, bound_kind, data) if owner else [],
-        "uploads": [{"name": name, "label": label, "help": help, "form": UploadForm(prefix=name)}
+        "uploads": [{"name": name, "label": label, "help": help, "form": UploadForm(prefix=name),
+                     "error": why if name == refused_name else None}
                     for name, (label, _, help) in UPLOADS.items()] if owner else [],
     }
     return render(request, "cockpit/board.html", context, status=status)
@@ -94,9 +99,11 @@ def upload(request, slug: str, what: str):
     form = UploadForm(request.POST, request.FILES, prefix=what)
     if not form.is_valid():
         problem = " ".join(form.errors.get("file", [])) or "choose a file to upload."
-        messages.error(request, f"{label}: {problem}")
-        return _board(request, project, status=400)
-    report = service(project=project, upload=form.cleaned_data["file"])
+        return _board(request, project, refused_upload=(what, f"{label}: {problem}"), status=400)
+    try:
+        report = service(project=project, upload=form.cleaned_data["file"])
+    except ServiceError as error:  # nothing was imported: shown in the upload's own form
+        return _board(request, project, refused_upload=(what, error.message), status=error.status_code)
     messages.success(request, report.summary())
     follow = [name for name, kind in KINDS.items() if kind.follows_predictions] if what == "predictions" else []
     if follow:

@@ -14,7 +14,9 @@ from django.urls import path
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
+from crowdbench.errors import ServiceError
 from evaluation.results import METHODS, SOURCES, category_table, irr_results, leaderboard
+from projects.errors import ReleaseExists
 from projects.releases import make_release, open_release_file, release_folder
 from quality.selectors import worker_labels
 
@@ -104,18 +106,27 @@ def irr_plot(request, slug: str, name: str):
 def releases(request, slug: str):
     project = project_for(request, slug)
     form = ReleaseForm(request.POST or None)
+    status = 400
     if request.method == "POST":
         project = owned_project_for(request, slug)
         if form.is_valid():
             name, version = form.cleaned_data["name"], form.cleaned_data["version"]
-            release = make_release(project=project, name=name, version=version, created_by=request.user,
-                                   out_dir=release_folder(project=project, name=name, version=version))
-            messages.success(request, f"Release {release.name} {release.version} made.")
-            return redirect("cockpit:releases", slug=project.slug)
+            try:
+                release = make_release(project=project, name=name, version=version, created_by=request.user,
+                                       out_dir=release_folder(project=project, name=name, version=version))
+            except ReleaseExists as error:  # shown at the version typed, the form kept
+                form.add_error("version", error.message)
+                status = error.status_code
+            except ServiceError as error:
+                form.add_error(None, error.message)
+                status = error.status_code
+            else:
+                messages.success(request, f"Release {release.name} {release.version} made.")
+                return redirect("cockpit:releases", slug=project.slug)
     return render(request, "cockpit/results/releases.html", {
         "project": project, "releases": project.releases.all(), "form": form,
         "can_release": is_owner(request, project), "cockpit_section": "releases",
-    }, status=400 if form.errors else 200)
+    }, status=status if form.errors else 200)
 
 
 @researcher_required

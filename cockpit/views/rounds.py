@@ -22,6 +22,7 @@ from annotation.rule_labels import describe_rules
 from annotation.samplers import SamplerError
 from annotation.selectors import items_without_eligible_worker, round_progress
 from annotation.task_types import get_task_type
+from crowdbench.errors import ServiceError
 from providers import services as provider_services
 from providers.dry_run import rehearse
 
@@ -45,9 +46,10 @@ def _owned_round(request, slug: str, round_id: int):
     return project, _round_of(project, round_id)
 
 
-def _refused_form(request, project, round, **forms):
-    """The round page again with the refused form and its errors (400)."""
-    return render(request, "cockpit/rounds/detail.html", _round_context(request, project, round, **forms), status=400)
+def _refused_form(request, project, round, status=400, **forms):
+    """The round page again with the refused form and its errors (400, or the refusal's own status)."""
+    return render(request, "cockpit/rounds/detail.html", _round_context(request, project, round, **forms),
+                  status=status)
 
 
 @researcher_required
@@ -251,9 +253,13 @@ def round_dry_run(request, slug: str, round_id: int):
     if not form.is_valid():
         return _refused_form(request, project, round, publish_form=form)
     provider, seconds = form.cleaned_data["provider"], form.cleaned_data["expected_seconds"]
-    report = rehearse(round=round, provider_name=provider, median_seconds=float(seconds))
-    cost = provider_services.estimate_plan_cost(round=round, items=None, provider_name=provider,
-                                                expected_seconds=seconds)
+    try:
+        report = rehearse(round=round, provider_name=provider, median_seconds=float(seconds))
+        cost = provider_services.estimate_plan_cost(round=round, items=None, provider_name=provider,
+                                                    expected_seconds=seconds)
+    except ServiceError as error:  # the rehearsal's refusal, at the publish form, its choices kept
+        form.add_error(None, error.message)
+        return _refused_form(request, project, round, status=error.status_code, publish_form=form)
     # A round with no work left publishes nothing: no confirmation to offer.
     confirm_form = None if report.nothing_to_publish else ConfirmPublishForm(initial={
         "provider": provider, "expected_seconds": seconds, "dry_run": _dry_run_token(round, provider)})
@@ -269,9 +275,15 @@ def round_publish(request, slug: str, round_id: int):
     if not form.is_valid():
         return _refused_form(request, project, round, confirm_form=form)
     provider = form.cleaned_data["provider"]
-    _check_dry_run_token(form.cleaned_data["dry_run"], round, provider)
-    result = provider_services.publish_round(round=round, provider_name=provider,
-                                             expected_seconds=form.cleaned_data["expected_seconds"])
+    try:
+        _check_dry_run_token(form.cleaned_data["dry_run"], round, provider)
+        result = provider_services.publish_round(round=round, provider_name=provider,
+                                                 expected_seconds=form.cleaned_data["expected_seconds"])
+    except ServiceError as error:  # shown at the dry-run form, with the provider and time chosen
+        publish_form = PublishForm({"provider": provider, "expected_seconds": form.cleaned_data["expected_seconds"]})
+        publish_form.is_valid()
+        publish_form.add_error(None, error.message)
+        return _refused_form(request, project, round, status=error.status_code, publish_form=publish_form)
     messages.success(request, f"Published on {provider}: {result.tasks_created} task(s) created, "
                               f"{result.tasks_existing} already there.")
     return redirect("cockpit:round", slug=project.slug, round_id=round.pk)

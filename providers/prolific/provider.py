@@ -118,6 +118,26 @@ def eligibility_filters(options: dict) -> list[dict]:
     return filters
 
 
+
+def error_detail(response: httpx.Response) -> str:
+    """Prolific's error answer in words: ``{"error": {"detail": ...}}`` where ``detail`` is a
+    sentence, a list of them or, for a validation error, ``{field: [messages]}``."""
+    try:
+        body = response.json() if response.content else {}
+    except ValueError:
+        return response.reason_phrase  # not JSON (a proxy's page, say): its text is no one's message
+    error = body.get("error", {}) if isinstance(body, dict) else {}
+    detail = error.get("detail", "") if isinstance(error, dict) else error
+
+    def words(value) -> str:
+        if isinstance(value, dict):
+            return "; ".join(f"{key}: {words(inner)}" for key, inner in value.items())
+        if isinstance(value, list):
+            return " ".join(words(inner) for inner in value)
+        return str(value)
+
+    return words(detail)[:500]
+
 class ProlificProvider(CrowdProvider):
     name = "prolific"
     label = "Prolific"
@@ -186,7 +206,7 @@ class ProlificProvider(CrowdProvider):
             # Sent, and the answer lost: a call that is not idempotent may have taken effect.
             raise ProviderError(f"Prolific {method} {path}: {type(error).__name__}; the answer was lost") from None
         if response.status_code >= 400:
-            detail = response.json().get("error", {}).get("detail") if response.content else ""
+            detail = error_detail(response)
             if response.status_code in RETRYABLE:
                 raise ProviderError(f"Prolific {method} {path}: HTTP {response.status_code} {detail}")
             refusal = NotFound if response.status_code == 404 else ProviderRefused

@@ -64,6 +64,10 @@ def test_the_same_name_and_version_again_is_a_409_and_changes_nothing(client, re
     before = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
     again = make(client)
     assert again.status_code == 409 and "exists; releases never change" in again.content.decode()
+    # Refused on the releases page itself, at the version typed, the form kept and the project's navigation on.
+    page = again.content.decode()
+    assert '<nav class="project-nav"' in page and 'value="1.0.0"' in page
+    assert '<li class="error">Version: Release study 1.0.0' in page
     assert Release.objects.count() == 1
     assert {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()} == before
     assert sorted(p.name for p in (releases_root / "study-a").iterdir()) == ["study-1.0.0"]

@@ -157,3 +157,12 @@ def test_prolific_page_of_a_broken_item_is_refused_not_a_500(prolific_fake, roun
     break_pair(Assignment.objects.get().item)
     response = Client().get(url)
     assert response.status_code == 409 and "given back" in response.content.decode()
+
+
+
+def test_a_refused_provider_page_leads_nowhere_on_this_site(published_hit):
+    """A worker sent by MTurk goes back through MTurk: the refusal offers no crowdbench links."""
+    round, hit, assignment_id = published_hit
+    url = mturk_url(round, hit, assignment_id, submit_to="https://evil.example.org")
+    page = Client().get(url, HTTP_REFERER="http://testserver/work/").content.decode()
+    assert 'role="alert"' in page and 'id="back-link"' not in page and "Back to the start page" not in page

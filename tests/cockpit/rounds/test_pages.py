@@ -631,3 +631,45 @@ def test_the_widening_form_names_each_rule_in_words(client, researcher, project)
     page = client.get(round_url(round)).content.decode()
     assert 'value="language_matched"' in page
     assert "only workers who list English among their languages" in page and "language_matched: True" not in page
+
+
+def test_a_dry_run_the_provider_refuses_is_shown_at_the_publish_form_in_words(client, researcher, project):
+    """Prolific refuses a study paying under its minimum with a validation error per field; the
+    researcher reads it on the round's page at the form they sent, not as a raw dict on a bare page."""
+    round = draft_round(project, reward_per_task=Decimal("0.00"))
+    client.force_login(researcher)
+    response = client.post(round_url(round, "cockpit:round-dry-run"), {"provider": "prolific", "expected_seconds": "60"})
+    page = response.content.decode()
+    assert response.status_code == 409, page[:2000]  # Prolific's refusal, a conflict with its rules
+    form = re.search(r'<form[^>]*id="dry-run-form".*?</form>', page, re.S).group(0)
+    assert "reward: Ensure this value is greater than or equal to 1." in form
+    assert "{&#x27;reward&#x27;" not in page and "{'reward'" not in page
+    assert '<nav class="project-nav"' in page and 'value="prolific" selected' in form
+    assert not Publication.objects.exists()
+
+
+def test_a_stale_dry_run_is_refused_at_the_dry_run_form_with_the_choices_kept(client, researcher, project):
+    round = draft_round(project)
+    client.force_login(researcher)
+    response = client.post(round_url(round, "cockpit:round-publish"),
+                           {"provider": "prolific", "expected_seconds": "75", "dry_run": "made-up", "confirm": "on"})
+    page = response.content.decode()
+    assert response.status_code == 400
+    form = re.search(r'<form[^>]*id="dry-run-form".*?</form>', page, re.S).group(0)
+    assert "Run the dry run first" in form and 'value="75"' in form and 'value="prolific" selected' in form
+    assert '<nav class="project-nav"' in page
+
+
+def test_a_refusal_no_form_can_show_is_a_cockpit_page_with_the_project_and_a_way_back(client, researcher, project):
+    round = draft_round(project)
+    crowd.cancel_round(round=round)
+    client.force_login(researcher)
+    came_from = "http://testserver" + round_url(round)
+    response = client.post(round_url(round, "cockpit:round-close"), HTTP_REFERER=came_from)
+    page = response.content.decode()
+    assert response.status_code == 409, page[:1500]
+    assert 'role="alert" id="refusal"' in page and '<nav class="project-nav"' in page
+    assert f'href="{came_from}" id="back-link"' in page
+    # A Referer from elsewhere is no way back: the project's board is.
+    response = client.post(round_url(round, "cockpit:round-close"), HTTP_REFERER="https://evil.example/")
+    assert f'href="/projects/{project.slug}/" id="back-link"' in response.content.decode()
