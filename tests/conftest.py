@@ -104,6 +104,22 @@ def no_csp_violations(request):
         pytest.fail("Content-Security-Policy violations in chromium:\n" + "\n".join(found), pytrace=False)
 
 
+@pytest.fixture(autouse=True)
+def no_serious_accessibility_violations(request):
+    """A test that drives chromium fails if axe-core finds a violation of serious or critical impact
+    on a page it reached (each page shape is audited once per process: see ``audit_accessibility``)."""
+    if "browser" not in request.fixturenames:
+        yield
+        return
+    from tests.annotation.browser import conftest as browser_tools
+
+    browser_tools.AXE_FINDINGS.clear()
+    yield
+    found, browser_tools.AXE_FINDINGS[:] = list(browser_tools.AXE_FINDINGS), []
+    if found:
+        pytest.fail("axe-core: serious or critical accessibility violations:\n" + "\n".join(found), pytrace=False)
+
+
 @pytest.fixture
 def csp_violations():
     """The CSP refusals chromium reported so far in this test (see ``no_csp_violations``)."""
@@ -118,3 +134,34 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if {"page", "browser"} & set(getattr(item, "fixturenames", ())):
             item.add_marker("browser")
+
+
+# The count of axe-core's audits in the test output: each process (an xdist worker, or the only one)
+# reports the page shapes it audited; the summary adds them up.
+AXE_AUDITS_OF_WORKERS: dict[str, int] = {}
+
+
+def _axe_audited() -> dict[str, int]:
+    import sys
+
+    tools = sys.modules.get("tests.annotation.browser.conftest")
+    return dict(tools.AXE_AUDITED) if tools else {}
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["axe_audited"] = _axe_audited()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    AXE_AUDITS_OF_WORKERS.update(getattr(node, "workeroutput", {}).get("axe_audited", {}))
+
+
+def pytest_terminal_summary(terminalreporter):
+    audited = {**AXE_AUDITS_OF_WORKERS, **_axe_audited()}
+    if audited:
+        terminalreporter.write_line(
+            f"axe-core: {len(audited)} page shapes audited in chromium, "
+            f"{sum(audited.values())} serious or critical violations")

@@ -1,8 +1,13 @@
 """Playwright (sync API) driving Debian's chromium against pytest-django's live server."""
 import os
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
+
+AXE = Axe()  # axe-core as shipped in the package (no download)
 
 # Playwright's sync API runs an event loop in this thread; the tests still use the ORM synchronously.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -32,20 +37,72 @@ def record_csp_violations(context) -> None:
     context.on("console", on_console)
 
 
+# axe-core's findings of serious or critical impact on the pages the current test reached; the
+# autouse fixture ``no_serious_accessibility_violations`` (tests/conftest.py) fails the test on any.
+AXE_FINDINGS: list[str] = []
+# Every page shape audited in this process (see ``page_shape``) → serious or critical violations found.
+AXE_AUDITED: dict[str, int] = {}
+AXE_IMPACTS = ("serious", "critical")
+_SHAPE_SCRIPT = "[...new Set([...document.querySelectorAll('[name]')].map(e => e.getAttribute('name')))].sort().join(',')"
+
+
+def page_shape(page) -> str:
+    """What makes two visits the same page for an audit: the address with its ids as ``<id>`` and the
+    names of the fields it shows (the same worker page holds five kinds of task)."""
+    path = re.sub(r"/\d+(?=/|$)", "/<id>", urlsplit(page.url).path)
+    return f"{path} [{page.evaluate(_SHAPE_SCRIPT)}]"
+
+
+def audit_accessibility(page) -> None:
+    """Run axe-core once per page shape, in the state the test sees the page in."""
+    if page.is_closed() or not page.url.startswith("http"):
+        return
+    shape = page_shape(page)
+    if shape in AXE_AUDITED:
+        return
+    violations = AXE.run(page).response["violations"]
+    serious = [violation for violation in violations if violation["impact"] in AXE_IMPACTS]
+    AXE_AUDITED[shape] = len(serious)
+    for violation in serious:
+        nodes = violation["nodes"]
+        AXE_FINDINGS.append(f"{shape}: {violation['id']} ({violation['impact']}) {violation['help']}; "
+                            f"{len(nodes)} element(s), first {nodes[0]['target'] if nodes else '?'}")
+
+
+def audited(page):
+    """``page`` audited by axe-core after each ``goto`` and ``wait_for_url`` (where tests arrive at
+    pages); the ``page`` fixture also audits the page as the test leaves it."""
+    goto, wait_for_url = page.goto, page.wait_for_url
+
+    def audited_goto(*args, **kwargs):
+        response = goto(*args, **kwargs)
+        audit_accessibility(page)
+        return response
+
+    def audited_wait_for_url(*args, **kwargs):
+        wait_for_url(*args, **kwargs)
+        audit_accessibility(page)
+
+    page.goto, page.wait_for_url = audited_goto, audited_wait_for_url
+    return page
+
+
 def watch_csp(browser) -> None:
     """Every context the tests open on ``browser``, through ``new_context`` or ``new_page``, reports
-    its CSP refusals."""
+    its CSP refusals, and every page it opens is audited by axe-core."""
     new_context, new_page = browser.new_context, browser.new_page
 
     def watched_new_context(*args, **kwargs):
         context = new_context(*args, **kwargs)
         record_csp_violations(context)
+        context_new_page = context.new_page
+        context.new_page = lambda *a, **k: audited(context_new_page(*a, **k))
         return context
 
     def watched_new_page(*args, **kwargs):
         page = new_page(*args, **kwargs)
         record_csp_violations(page.context)
-        return page
+        return audited(page)
 
     browser.new_context, browser.new_page = watched_new_context, watched_new_page
 
@@ -92,6 +149,8 @@ def page(browser, live_server, served_media):
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.js_errors = errors
     yield page
+    if not page.is_closed():
+        audit_accessibility(page)  # the state the test ended in, which no navigation may have shown
     context.close()
 
 
