@@ -52,6 +52,23 @@ class MemberForm(forms.Form):
         return user
 
 
+class NewResearcherForm(forms.Form):
+    """A researcher without an account yet: made here, a member at once, with a one-time link."""
+
+    username = forms.CharField(max_length=150, label="User name")
+    email = forms.EmailField(required=False, label="Email (optional, for your records)")
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.COLLABORATOR)
+
+
+class NewWorkerForm(forms.Form):
+    """A local crowd worker made by an owner, with a one-time link to set their password."""
+
+    username = forms.CharField(max_length=150, label="User name")
+    languages = forms.MultipleChoiceField(choices=Language.choices, required=False,
+                                          widget=forms.CheckboxSelectMultiple, label="Languages they work in")
+    qualify = forms.BooleanField(required=False, initial=True, label="Qualified for this project's rounds")
+
+
 class ConfiguredModelField(forms.ChoiceField):
     """One of the configured LLMs, as the settings stand when the form is shown or checked. With
     ``default_label``, also an empty choice so labelled, meaning the service's default model."""

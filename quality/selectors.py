@@ -5,8 +5,9 @@ from __future__ import annotations
 import statistics
 
 import pandas as pd
+from django.db.models import Q
 
-from annotation.models import Assignment, CollectionRound, Worker
+from annotation.models import Assignment, CollectionRound, Qualification, Worker
 from annotation.task_types import get_task_type
 from evaluation.core.pairwise_agreement import majority_vote_arrays
 from evaluation.core.worker_quality import leave_one_out_agreement
@@ -80,10 +81,15 @@ def _number(value) -> float | None:
 # --- the cockpit's reads for one (already scoped) project -------------------------------------
 
 
+def _of_project(project) -> Q:
+    return Q(pk__in=Assignment.objects.filter(round__project=project).values("worker")) | Q(
+        pk__in=Qualification.objects.filter(project=project).values("worker"))
+
+
 def project_workers(project) -> list[dict]:
-    """Workers who took tasks in the project's rounds, with their numbers over those rounds."""
-    assignments = Assignment.objects.filter(round__project=project)
-    workers = Worker.objects.filter(pk__in=assignments.values("worker")).select_related("user")
+    """Workers who took tasks in the project's rounds or are qualified for it (an owner may have
+    made them before any round), with their numbers over those rounds."""
+    workers = Worker.objects.filter(_of_project(project)).select_related("user").distinct()
     stored = {}
     for row in WorkerQuality.objects.filter(round__project=project):
         stored.setdefault(row.worker_id, []).append(row)
@@ -125,8 +131,7 @@ def project_worker(project, worker_id) -> Worker:
         worker_id = int(worker_id)
     except (TypeError, ValueError):
         raise WorkerNotFound() from None
-    worker = (Worker.objects.filter(pk=worker_id, assignments__round__project=project)
-              .select_related("user").distinct().first())
+    worker = Worker.objects.filter(_of_project(project), pk=worker_id).select_related("user").distinct().first()
     if worker is None:
         raise WorkerNotFound()
     return worker

@@ -9,14 +9,18 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.worker_accounts import create_local_worker
+from crowdbench.errors import ServiceError
 from crowdbench.text_input import clean_text
 from providers.services import block_worker, qualify_worker
 from quality.selectors import project_worker, project_workers, worker_history, worker_label
 from quality.services import recompute_project_quality
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
+from ..forms import NewWorkerForm
 
 
 class BlockForm(forms.Form):
@@ -26,14 +30,36 @@ class BlockForm(forms.Form):
         return clean_text(self.cleaned_data["reason"], label=str(self.fields["reason"].label), max_length=500)
 
 
+def _worker_list(request, project, *, new_worker_form=None, new_link=None, new_account=None, status=200):
+    return render(request, "cockpit/workers/list.html", {
+        "project": project, "cockpit_section": "workers", "workers": project_workers(project),
+        "can_manage": is_owner(request, project), "new_worker_form": new_worker_form or NewWorkerForm(),
+        "new_link": new_link, "new_account": new_account,
+    }, status=status)
+
+
 @researcher_required
 @require_GET
 def worker_list(request, slug: str):
-    project = project_for(request, slug)
-    return render(request, "cockpit/workers/list.html", {
-        "project": project, "cockpit_section": "workers", "workers": project_workers(project),
-        "can_manage": is_owner(request, project),
-    })
+    return _worker_list(request, project_for(request, slug))
+
+
+@researcher_required
+@never_cache
+@require_POST
+def worker_new(request, slug: str):
+    """A local worker made by an owner; their one-time link is shown once, on this answer."""
+    project = owned_project_for(request, slug)
+    form = NewWorkerForm(request.POST)
+    if form.is_valid():
+        try:
+            worker, link_path = create_local_worker(project=project, by=request.user, **form.cleaned_data)
+        except ServiceError as refused:
+            form.add_error("username", refused.message)
+        else:
+            return _worker_list(request, project, new_link=request.build_absolute_uri(link_path),
+                                new_account=worker_label(worker))
+    return _worker_list(request, project, new_worker_form=form, status=400)
 
 
 @researcher_required
@@ -88,6 +114,7 @@ def worker_qualify(request, slug: str, worker_id: str):
 
 urlpatterns = [
     path("<slug:slug>/workers/", worker_list, name="workers"),
+    path("<slug:slug>/workers/new/", worker_new, name="worker-new"),
     path("<slug:slug>/workers/recompute/", recompute_quality, name="workers_recompute"),
     path("<slug:slug>/workers/<int:worker_id>/", worker_detail, name="worker"),
     path("<slug:slug>/workers/<int:worker_id>/block/", worker_block, name="worker_block"),
