@@ -53,9 +53,19 @@ def page_shape(page) -> str:
     return f"{path} [{page.evaluate(_SHAPE_SCRIPT)}]"
 
 
+# Pages audited: crowdbench's own (the worker pages and the cockpit), served by the test's live
+# server (``page`` adds its origin). Not the fakes' pages (a fake MTurk framing ours), nor the pages
+# that third-party packages draw: Django's admin, DRF's browsable API and drf-spectacular's Swagger UI.
+AUDITED_ORIGINS: set[str] = set()
+NOT_AUDITED_PATHS = ("/api/", "/admin/")
+
+
 def audit_accessibility(page) -> None:
     """Run axe-core once per page shape, in the state the test sees the page in."""
-    if page.is_closed() or not page.url.startswith("http"):
+    if page.is_closed():
+        return
+    url = urlsplit(page.url)
+    if f"{url.scheme}://{url.netloc}" not in AUDITED_ORIGINS or url.path.startswith(NOT_AUDITED_PATHS):
         return
     shape = page_shape(page)
     if shape in AXE_AUDITED:
@@ -142,6 +152,7 @@ def served_media(settings, media_in_tmp):
 
 @pytest.fixture
 def page(browser, live_server, served_media):
+    AUDITED_ORIGINS.add(live_server.url)
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1100, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
