@@ -72,17 +72,21 @@ def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dic
 
     create_demo_data(project=project)
     family = InstructionFamily.objects.filter(project=project, seed_image_links__isnull=False).order_by("id").first()
-    # title, language, workers per item, targets, estimated seconds per task (shown to workers)
-    plans = {
-        "instruction_generation": ("Write a new instruction", "en", 2, lambda: [family], 240),
-        "caption": ("Caption images for an instruction", "en", 1, lambda: _caption_targets(project), 150),
-        "verification": ("Check answers", "en", 3, lambda: _verification_targets(project), 60),
-        "pairwise": ("Which response is better?", "en", 5, lambda: _pairwise_targets(project), 45),
-        "ranking": ("Rank image reviews", "en", 3, lambda: _review_sets(project, "en"), 90),
-        "ranking_ja": ("画像レビューの順位付け", "ja", 3, lambda: _review_sets(project, "ja"), 90),
-    }
+    # round key, task type, title, language, workers per item, targets, estimated seconds per task (shown to
+    # workers), and whether only speakers of the round's language may work on it (IRR: each language's
+    # reviews are ranked by speakers of that language).
+    plans = (
+        ("instruction_generation", "instruction_generation", "Write a new instruction", "en", 2,
+         lambda: [family], 240, False),
+        ("caption", "caption", "Caption images for an instruction", "en", 1, lambda: _caption_targets(project), 150,
+         False),
+        ("verification", "verification", "Check answers", "en", 3, lambda: _verification_targets(project), 60, False),
+        ("pairwise", "pairwise", "Which response is better?", "en", 5, lambda: _pairwise_targets(project), 45, False),
+        ("ranking", "ranking", "Rank image reviews", "en", 3, lambda: _review_sets(project, "en"), 90, True),
+        ("ranking_ja", "ranking", "画像レビューの順位付け", "ja", 3, lambda: _review_sets(project, "ja"), 90, True),
+    )
     rounds = {}
-    for key, (title, language, workers_per_item, targets, estimate) in plans.items():
+    for key, task_type, title, language, workers_per_item, targets, estimate, language_matched in plans:
         name = DEMO_PREFIX + title
         existing = CollectionRound.objects.filter(project=project, name=name).first()
         if existing is not None:
@@ -91,7 +95,7 @@ def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dic
         round = services.create_round(
             name=name,
             project=project,
-            task_type=key.removesuffix("_ja"),
+            task_type=task_type,
             created_by=researcher,
             language=language,
             workers_per_item=workers_per_item,
@@ -99,16 +103,19 @@ def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dic
             target_hourly_wage=Decimal("18.00"),
             time_limit_seconds=1800,
             estimated_seconds_per_task=estimate,
-            # IRR: each language's reviews are ranked by speakers of that language.
-            qualification_rules={"language_matched": True} if key.startswith("ranking") else None,
+            qualification_rules={"language_matched": True} if language_matched else None,
         )
         services.add_items(round=round, targets=targets())
         rounds[key] = services.open_round(round=round)
-    # Chain the VisIT-Bench stages: new instructions feed the caption round, finished captions get
-    # an LLM reference whose check goes to the verification round (docs/pipeline.md).
-    for earlier, later in (("instruction_generation", "caption"), ("caption", "verification")):
-        if rounds[earlier].follow_up_round_id is None:
-            rounds[earlier].follow_up_round = rounds[later]
-            rounds[earlier].full_clean()
-            rounds[earlier].save(update_fields=["follow_up_round"])
+    # Chain the VisIT-Bench stages as the task types declare them (``follow_up_type``): new instructions
+    # feed the caption round, finished captions get an LLM reference whose check goes to the
+    # verification round (docs/pipeline.md).
+    for round in rounds.values():
+        follow_up_type = round.task_type_handler.follow_up_type
+        later = next((other for other in rounds.values()
+                      if other.task_type == follow_up_type and other.language == round.language), None)
+        if later is not None and round.follow_up_round_id is None:
+            round.follow_up_round = later
+            round.full_clean()
+            round.save(update_fields=["follow_up_round"])
     return rounds

@@ -29,7 +29,7 @@ from llm.models import LLMRun
 
 from . import services
 from .models import CollectionRound, WorkItem
-from .task_types import get_task_type
+from .task_types import get_task_type, stage_task_type
 
 logger = logging.getLogger(__name__)
 
@@ -90,9 +90,19 @@ def enqueue_reference_generation(instance_id: int, verification_round_id: int) -
 # --- verification items ------------------------------------------------------------------------
 
 
+def captioning_type() -> str:
+    """The task type that captions instances (its item source takes those awaiting a caption)."""
+    return stage_task_type(Instance.Status.AWAITING_CAPTION).key
+
+
+def verifying_type() -> str:
+    """The task type that verifies reference candidates (its source takes instances awaiting verification)."""
+    return stage_task_type(Instance.Status.AWAITING_VERIFICATION).key
+
+
 def latest_caption_round(instance: Instance) -> CollectionRound | None:
     item = (
-        WorkItem.objects.filter(instance=instance, round__task_type="caption", completed_at__isnull=False)
+        WorkItem.objects.filter(instance=instance, round__task_type=captioning_type(), completed_at__isnull=False)
         .select_related("round__follow_up_round")
         .order_by("-completed_at", "-pk")
         .first()
@@ -199,14 +209,14 @@ def open_verification_items(
                 key = getattr(project, "pk", None)
                 if key not in without_caption_round:
                     without_caption_round[key] = create_follow_up_round(
-                        after=None, task_type="verification", project=project)
+                        after=None, task_type=verifying_type(), project=project)
                     new_rounds.append(without_caption_round[key])
                 target = without_caption_round[key]
             else:
                 caption_round.refresh_from_db(fields=["follow_up_round"])
                 target = caption_round.follow_up_round
                 if target is None or target.status not in USABLE:
-                    target = create_follow_up_round(after=caption_round, task_type="verification", project=project)
+                    target = create_follow_up_round(after=caption_round, task_type=verifying_type(), project=project)
                     new_rounds.append(target)
                     caption_round.follow_up_round = target
                     caption_round.full_clean()
@@ -294,7 +304,7 @@ class RecaptionReport:
 @transaction.atomic
 def recaption_discarded(
     *,
-    reasons: Iterable[str] = ("caption",),
+    reasons: Iterable[str] = (Instance.DiscardReason.CAPTION,),
     instance_ids: Iterable[int] | None = None,
     name: str | None = None,
     workers_per_item: int = 1,
@@ -324,7 +334,7 @@ def recaption_discarded(
     if follow_up_round is not None and follow_up_round.project_id != getattr(project, "pk", None):
         raise ValueError(f"round {follow_up_round.pk} belongs to another project than the instances")
     round = create_follow_up_round(
-        after=previous, task_type="caption", project=project, workers_per_item=workers_per_item,
+        after=previous, task_type=captioning_type(), project=project, workers_per_item=workers_per_item,
         name=name or f"Re-caption ({', '.join(reasons)}) {timezone.now():%Y-%m-%d %H:%M}",
         reward_per_task=reward_per_task, created_by=created_by,
     )

@@ -33,6 +33,10 @@ RANKING_COLUMNS = [
     "item_id", "annotator_id", "review_id", "rank", "prompt_rank", "language", "category",
     "round_id", "work_item_id", "assignment_id",
 ]
+VERIFICATION_COLUMNS = [
+    "round_id", "item_id", "assignment_id", "instance_id", "candidate_model", "outcome", "harmful",
+    "worker_id", "is_gold", "submitted_at", "duration_seconds",
+]
 
 
 def _judgments(*, task_type: str, round: CollectionRound | None, project=None, include_gold: bool = False):
@@ -82,6 +86,14 @@ def ranking_judgments(round: CollectionRound | None = None, *, project=None,
     """
     return pd.DataFrame(_rows(kind="rankings", round=round, project=project, include_gold=include_gold),
                         columns=RANKING_COLUMNS)
+
+
+def verification_judgments(round: CollectionRound | None = None, *, project=None,
+                           include_gold: bool = False) -> pd.DataFrame:
+    """One row per verdict on a reference candidate, in submission order; gold items are left out
+    unless ``include_gold``. ``outcome`` is the worker's judgment, ``harmful`` their harm flag."""
+    return pd.DataFrame(_rows(kind="verifications", round=round, project=project, include_gold=include_gold),
+                        columns=VERIFICATION_COLUMNS)
 
 
 def worker_progress(*, round: CollectionRound, worker: Worker) -> dict:

@@ -193,7 +193,7 @@ class WidenEligibilityForm(forms.Form):
 
 class PublishForm(forms.Form):
     provider = forms.ChoiceField(choices=lambda: [(name, provider.label or name) for name, provider in PROVIDERS.items()
-                                                  if name != "local"])
+                                                  if provider.recruits])
     expected_seconds = forms.IntegerField(min_value=1, max_value=24 * 3600, initial=60,
                                           label="Expected seconds per task")
 

@@ -2,7 +2,7 @@
 
 The stages are the instance statuses (``datasets_app.instance_status`` owns them); each stage's next
 action is the step kind that acts on it (``stepruns.kinds``: each kind names its stage) or, for the
-crowd's stages, the round type that moves it on.
+crowd's stages, the round type that moves it on (the item source that declares the stage).
 """
 from __future__ import annotations
 
@@ -12,17 +12,13 @@ from django.db.models import Count, Q
 
 from annotation.models import CollectionRound
 from annotation.selectors import round_progress
+from annotation.task_types import round_type_for_stage
 from datasets_app.models import Instance, ModelOutput, ReviewSet, Source
 from stepruns.kinds.registry import KINDS
 from stepruns.models import StepRun
 
 S = Instance.Status
 
-# The stages the crowd moves on, and the round that does it (the builder's ``kind``: task type and item source).
-CROWD_ACTIONS = {
-    S.AWAITING_CAPTION: ("open a caption round", "caption:awaiting_caption"),
-    S.AWAITING_VERIFICATION: ("open a verification round", "verification:reference_candidates"),
-}
 RECENT_RUNS = 10
 ROUNDS_SHOWN = 10
 
@@ -66,7 +62,7 @@ def instance_stages(project) -> list[Stage]:
                   .annotate(n=Count("pk")).values_list("status", "n"))
     stages = []
     for status, label in S.choices:
-        crowd_action, crowd_kind = CROWD_ACTIONS.get(status, ("", ""))
+        crowd_action, crowd_kind = crowd_action_for(status)
         stage = Stage(status=status, label=label, count=counts.get(status, 0), crowd_action=crowd_action,
                       crowd_kind=crowd_kind)
         for name, kind in KINDS.items():
@@ -75,6 +71,16 @@ def instance_stages(project) -> list[Stage]:
                                                  pending=kind.pending(project=project)))
         stages.append(stage)
     return stages
+
+
+def crowd_action_for(status: str) -> tuple[str, str]:
+    """(what the board says, the round builder's ``kind``: task type and item source) for a stage the
+    crowd moves on, as the item source declaring that stage words it; ("", "") for other stages."""
+    found = round_type_for_stage(status)
+    if found is None:
+        return "", ""
+    task_type, source = found
+    return source.stage_action, f"{task_type.key}:{source.key}"
 
 
 def review_set_counts(project) -> list[dict]:

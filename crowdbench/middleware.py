@@ -5,7 +5,8 @@ and query strings, form fields and JSON bodies with text that ``crowdbench.input
 refuses (NUL, lone surrogates, control characters, JSON nested too deeply). Views and parsers
 then only ever see clean input.
 
-``RateLimitMiddleware`` counts requests to the views named in ``settings.RATE_LIMITS`` per
+``RateLimitMiddleware`` counts requests to the views named in ``settings.RATE_LIMITS``, and to the
+worker pages each crowd provider declares (``providers.registry.rate_limited_views``), per
 client address and per worker (the logged-in user, the signed task token of a provider page, or
 the user name tried on a login form, from that address) in the cache, and answers 429 beyond the limit.
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import hashlib
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
+from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
 from django.http import HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils.html import format_html
@@ -124,10 +125,17 @@ def worker_key(request) -> str | None:
 class RateLimitMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
+        from providers.registry import rate_limited_views
+
         self.groups = {}
         for group, rule in settings.RATE_LIMITS.items():
             for view_name in rule["views"]:
                 self.groups[view_name] = group
+        for group, view_name in rate_limited_views():
+            if group not in settings.RATE_LIMITS:
+                raise ImproperlyConfigured(f"{view_name} is limited as {group!r}, which settings.RATE_LIMITS lacks; "
+                                           f"known: {', '.join(settings.RATE_LIMITS)}")
+            self.groups[view_name] = group
 
     def __call__(self, request):
         return self.get_response(request)

@@ -420,7 +420,8 @@ RATELIMIT_FAIL_OPEN = env_bool("RATE_LIMITS_FAIL_OPEN", True)
 # The request header carrying the client address behind a proxy, e.g. HTTP_X_REAL_IP (else REMOTE_ADDR).
 RATELIMIT_IP_META_KEY = os.environ.get("RATE_LIMIT_ADDRESS_HEADER") or None
 # "<count>/<s|m|h|d>" per client address and per worker (the logged-in user, a provider page's task
-# token, or the user name tried on a login form from that address); the views are URL names. The
+# token, or the user name tried on a login form from that address); the views are URL names. Each crowd
+# provider adds its own worker pages to these groups (``CrowdProvider.rate_limited_views``). The
 # "login" counters also count failed API tokens (crowdbench/credentials.py).
 RATE_LIMITS = {
     "login": {
@@ -432,7 +433,7 @@ RATE_LIMITS = {
     },
     "task_request": {
         "label": "task requests",
-        "views": ["annotation:round", "annotation-api:next", "providers:mturk-task", "providers:prolific-task"],
+        "views": ["annotation:round", "annotation-api:next"],
         "methods": ["GET", "POST"],
         "per_address": os.environ.get("RATE_LIMIT_TASKS_PER_ADDRESS", "600/m"),
         "per_worker": os.environ.get("RATE_LIMIT_TASKS_PER_WORKER", "60/m"),

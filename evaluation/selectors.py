@@ -96,7 +96,7 @@ def irr_inputs(*, round=None, project=None) -> tuple[pd.DataFrame, pd.DataFrame 
 
 def irr_database_inputs(*, round=None, project=None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """``irr_inputs``, refusing a round that is not a ranking round and an empty selection."""
-    if round is not None and round.task_type != "ranking":
+    if round is not None and round.task_type_handler.yields != "rankings":
         raise EvaluationRequestError(f"round {round.pk} is a {round.task_type} round, not a ranking round")
     rankings, scores = irr_inputs(round=round, project=project)
     if rankings.empty:
@@ -225,7 +225,7 @@ def database_ratings(*, source: str = "human", round=None, project=None, method:
         raise EvaluationRequestError(f"unknown battle source {source!r}; choose one of {', '.join(BATTLE_SOURCES)}")
     if round is not None and source != "human":
         raise EvaluationRequestError("a round selects crowd judgments: it goes with source human")
-    if round is not None and round.task_type != "pairwise":
+    if round is not None and round.task_type_handler.yields != "battles":
         raise EvaluationRequestError(f"round {round.pk} is a {round.task_type} round, not a pairwise round")
     if bootstrap is not None and bootstrap < 1:
         raise EvaluationRequestError("bootstrap must be at least 1")

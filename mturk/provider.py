@@ -211,6 +211,7 @@ class MTurkProvider(CrowdProvider):
     name = "mturk"
     label = "Amazon Mechanical Turk"
     worker_urls = "mturk.urls"
+    rate_limited_views = {"task_request": ("task",)}  # the page a HIT opens
     bonus_fee_rate = BASE_FEE_RATE
 
     def __init__(self, *, endpoint: str | None = None, client=None, credentials: tuple[str, str] | None = None,

@@ -33,8 +33,9 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from annotation.models import Assignment, CollectionRound, Worker, WorkItem
-from annotation.selectors import pairwise_battles, ranking_judgments, round_progress
+from annotation.models import CollectionRound, Worker, WorkItem
+from annotation.selectors import pairwise_battles, ranking_judgments, round_progress, verification_judgments
+from annotation.task_types import task_type_keys_yielding
 from crowdbench.money import format_money
 from datasets_app.licenses import exclusion, is_publishable
 from datasets_app.models import Image, Instance, InstanceImage, ReviewSet, Source
@@ -439,15 +440,17 @@ class _ReleaseBuilder:
             self._pseudonyms[pk] = pseudonym(secret, provider, external_id)
         return self._pseudonyms
 
-    def _rounds(self, task_type: str):
-        return CollectionRound.objects.filter(project=self.project, task_type=task_type).order_by("pk")
+    def _rounds(self, yields: str):
+        """The project's rounds whose task types yield ``yields`` (the type's capability, not its name)."""
+        return CollectionRound.objects.filter(project=self.project,
+                                              task_type__in=task_type_keys_yielding(yields)).order_by("pk")
 
     # IRR
 
     def _write_irr(self):
         items_table, rankings_table = self._table("irr_items"), self._table("rankings")
         self.irr_outcomes: dict[int, tuple[str, str] | None] = {}  # ranked items: None when kept, else why not
-        frames = [ranking_judgments(round_) for round_ in self._rounds("ranking")]
+        frames = [ranking_judgments(round_) for round_ in self._rounds("rankings")]
         frames = [frame for frame in frames if not frame.empty]
         if not frames:
             return 0, 0, None
@@ -497,7 +500,7 @@ class _ReleaseBuilder:
 
     def _write_battles(self) -> int:
         table = self._table("battles")
-        frames = [pairwise_battles(round_) for round_ in self._rounds("pairwise")]
+        frames = [pairwise_battles(round_) for round_ in self._rounds("battles")]
         frames = [frame for frame in frames if not frame.empty]
         if not frames:
             self.battles = pd.DataFrame()
@@ -519,24 +522,20 @@ class _ReleaseBuilder:
 
     def _write_verifications(self) -> int:
         table = self._table("verifications")
-        assignments = (
-            Assignment.objects.counted()
-            .filter(round__in=self._rounds("verification"), item__is_gold=False,
-                    item__candidate__instance__in=self.instances)
-            .select_related("item__candidate")
-            .order_by("submitted_at", "pk")
-        )
-        rows = list(assignments.values_list(
-            "item__candidate__instance_id", "item__candidate__model_name", "payload", "worker_id",
-            "submitted_at", "duration_seconds"))
-        names = self._worker_pseudonyms({row[3] for row in rows})
-        for instance_id, model_name, payload, worker_id, submitted_at, duration in rows:
+        verdicts = verification_judgments(project=self.project)
+        if not verdicts.empty:
+            released = set(self.instances.filter(pk__in=verdicts["instance_id"].unique()).values_list("pk", flat=True))
+            verdicts = verdicts[verdicts["instance_id"].isin(released)]
+            verdicts = verdicts.sort_values(["submitted_at", "assignment_id"], kind="stable")
+        names = self._worker_pseudonyms(set(verdicts["worker_id"]))
+        for row in verdicts.itertuples(index=False):
             table.add({
-                "instance_id": instance_id, "candidate_model": model_name, "outcome": payload["outcome"],
-                "harmful": bool(payload["harmful"]), "worker": names[worker_id],
-                "submitted_at": submitted_at.isoformat(), "duration_seconds": duration,
+                "instance_id": int(row.instance_id), "candidate_model": row.candidate_model, "outcome": row.outcome,
+                "harmful": bool(row.harmful), "worker": names[int(row.worker_id)],
+                "submitted_at": row.submitted_at.isoformat(),
+                "duration_seconds": None if pd.isna(row.duration_seconds) else float(row.duration_seconds),
             })
-        return len(rows)
+        return len(verdicts)
 
     # statistics
 

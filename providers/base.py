@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import abc
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, ClassVar
 
 from crowdbench.errors import ServiceError
 from crowdbench.money import quantize_money
@@ -124,8 +126,16 @@ class CrowdProvider(abc.ABC):
     label: str = ""
     # Dotted path of the URL module of the provider's worker pages, or None without such pages.
     worker_urls: str | None = None
+    # Which of those pages are rate-limited, and how: a group of ``settings.RATE_LIMITS``
+    # ("task_request", "submission", ...) → URL names in ``worker_urls``. The rate-limit middleware
+    # reads them through the registry (``providers.registry.rate_limited_views``): a new provider
+    # declares its limits here and edits no setting.
+    rate_limited_views: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType({})
     # Whether submissions arrive from the platform (listed by ``list_submissions`` at sync).
     lists_submissions: bool = True
+    # Whether publishing recruits workers on an outside platform, which the cockpit's publish (a dry
+    # run, then a confirmation that spends money) is for; the local crowd works here once a round opens.
+    recruits: bool = True
 
     @abc.abstractmethod
     def publish(self, *, round: CollectionRound, publication: Publication) -> PublishResult:

@@ -19,6 +19,22 @@ PROVIDERS.register(MTurkProvider)
 PROVIDERS.register(ProlificProvider)
 
 
+def worker_url_namespace(name: str) -> str:
+    """The URL namespace of provider ``name``'s worker pages (``providers.urls`` mounts them under it)."""
+    return f"providers:{name}"
+
+
+def rate_limited_views() -> list[tuple[str, str]]:
+    """(rate-limit group, view name) of every registered provider's rate-limited worker pages, as the
+    providers declare them (``CrowdProvider.rate_limited_views``)."""
+    return [
+        (group, f"{worker_url_namespace(name)}:{url_name}")
+        for name, provider in PROVIDERS.items() if provider.worker_urls
+        for group, url_names in provider.rate_limited_views.items()
+        for url_name in url_names
+    ]
+
+
 def provider_class(name: str) -> type[CrowdProvider]:
     return PROVIDERS.get(name)
 

@@ -6,8 +6,10 @@ from .registry import PROVIDERS
 
 app_name = "providers"
 
+# Each under its provider's name as namespace ("providers:<name>:…", ``registry.worker_url_namespace``),
+# which the rate limits the providers declare are keyed on.
 urlpatterns = [
-    path(f"{name}/", include(provider.worker_urls))
+    path(f"{name}/", include((provider.worker_urls, name), namespace=name))
     for name, provider in PROVIDERS.items()
     if provider.worker_urls
 ]

@@ -45,7 +45,9 @@ class TaskType:
     default_workers_per_item: ClassVar[int] = 1
     # The type of round a round of this type may name as its follow-up (VisIT-Bench chaining).
     follow_up_type: ClassVar[str | None] = None
-    # What the evaluation reads get from this type's judgments: "battles", "rankings" or None.
+    # What the evaluation reads and the release get from this type's judgments (``judgment_rows``):
+    # "battles", "rankings", "verifications" or None. Readers ask for a kind (``task_types_yielding``),
+    # never for a type by its key.
     yields: ClassVar[str | None] = None
     # Where items of this type can come from (``sources.ItemSource`` instances; the round builder).
     item_sources: ClassVar[tuple[ItemSource, ...]] = ()

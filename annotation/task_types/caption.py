@@ -50,6 +50,8 @@ class AwaitingCaptionSource(ItemSource):
     description = ("Instances of the project awaiting a caption, not already waiting in an item of a caption round "
                    "that is not closed or cancelled.")
     params_form = AwaitingCaptionParams
+    stage = Instance.Status.AWAITING_CAPTION
+    stage_action = "open a caption round"
 
     def plan(self, *, project, params, language, rng):
         instances = only_known_ids(

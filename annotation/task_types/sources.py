@@ -99,6 +99,11 @@ class ItemSource:
     label: ClassVar[str]
     description: ClassVar[str] = ""
     params_form: ClassVar[type[forms.Form]] = forms.Form
+    # The pipeline stage this source moves on: the instance status (``datasets_app.instance_status``)
+    # of the instances its items are made from, and the board's words for doing so. The pipeline and
+    # the project board find a stage's round type through it (``round_type_for_stage``), never by name.
+    stage: ClassVar[str | None] = None
+    stage_action: ClassVar[str] = ""
 
     def clean_params(self, params: Any) -> dict:
         """The parameters checked by ``params_form``; a refusal names each field."""

@@ -62,6 +62,8 @@ class CandidatesSource(ItemSource):
     description = ("Reference candidates of instances awaiting verification that have no verdict yet and are "
                    "not already waiting in an item of a verification round that is not closed or cancelled.")
     params_form = CandidatesParams
+    stage = Instance.Status.AWAITING_VERIFICATION
+    stage_action = "open a verification round"
 
     def plan(self, *, project, params, language, rng):
         candidates = (
@@ -84,6 +86,8 @@ class VerificationTask(TaskType):
     target_model = ReferenceCandidate
     target_fields = ("candidate",)
     item_sources = (CandidatesSource(),)
+    # The release's verifications table reads these judgments (``annotation.selectors.verification_judgments``).
+    yields = "verifications"
     # An odd panel, so a majority usually exists.
     default_workers_per_item = 3
     instructions = gettext_lazy(
@@ -217,6 +221,26 @@ class VerificationTask(TaskType):
 
     def quality_label(self, assignment):
         return (assignment.payload or {}).get("outcome")
+
+    def judgment_queryset(self, assignments):
+        return assignments.select_related("item__candidate")
+
+    def judgment_rows(self, assignment):
+        """One verdict per judgment: the worker's outcome and harm flag on a candidate of the instance."""
+        item = assignment.item
+        return [{
+            "round_id": assignment.round_id,
+            "item_id": item.pk,
+            "assignment_id": assignment.pk,
+            "instance_id": item.candidate.instance_id,
+            "candidate_model": item.candidate.model_name,
+            "outcome": assignment.payload["outcome"],
+            "harmful": bool(assignment.payload["harmful"]),
+            "worker_id": assignment.worker_id,
+            "is_gold": item.is_gold,
+            "submitted_at": assignment.submitted_at,
+            "duration_seconds": assignment.duration_seconds,
+        }]
 
     def gold_question(self, item):
         choices = [(str(value), str(label)) for value, label in WORKER_OUTCOMES]

@@ -19,9 +19,12 @@ def human_pairs(*, round_id: int | None = None) -> pd.DataFrame:
     (None when it has none); ``against_reference`` marks items whose side b is that reference.
     """
     from annotation.models import WorkItem
+    from annotation.task_types import task_type_keys_yielding
 
+    # Items of the types whose judgments are battles: two model outputs (or an output and a reference).
     items = (
-        WorkItem.objects.filter(round__task_type="pairwise", completed_at__isnull=False, aggregate_result__isnull=False)
+        WorkItem.objects.filter(round__task_type__in=task_type_keys_yielding("battles"), completed_at__isnull=False,
+                                aggregate_result__isnull=False)
         .select_related("output_a__instance__family", "output_a__instance__accepted_reference", "output_b", "reference")
         .order_by("round_id", "position")
     )

@@ -15,6 +15,7 @@ class LocalProvider(CrowdProvider):
     name = "local"
     label = "Local login"
     lists_submissions = False
+    recruits = False  # local workers see every open round on /work/
 
     def publish(self, *, round, publication) -> PublishResult:
         # Open rounds are listed on /work/ for every local worker; there is nothing to create. The

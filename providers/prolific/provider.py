@@ -142,6 +142,7 @@ class ProlificProvider(CrowdProvider):
     name = "prolific"
     label = "Prolific"
     worker_urls = "providers.prolific.urls"
+    rate_limited_views = {"task_request": ("task",)}  # the page the study link opens
     bonus_resend_is_safe = False
     bonus_settles_later = True
 

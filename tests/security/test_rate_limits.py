@@ -98,3 +98,18 @@ def test_provider_submissions_are_limited_per_task_token(settings):
     token = {"X-Task-Token": task_token(assignment=assignment)}
     codes = [Client().post(url, {"outcome": "nonsense"}, headers=token).status_code for _ in range(3)]
     assert codes == [400, 400, 429]
+
+
+def test_each_providers_worker_pages_are_limited_as_the_provider_declares(settings):
+    """The providers' own pages (``CrowdProvider.rate_limited_views``) count as task requests: no
+    setting names them, and each declared name is a mounted page."""
+    from providers.registry import rate_limited_views
+
+    declared = rate_limited_views()
+    assert {view for _group, view in declared} >= {"providers:mturk:task", "providers:prolific:task"}
+    with_rates(settings, "task_request", per_address="2/h")
+    for number, (group, view) in enumerate(declared):
+        assert group in settings.RATE_LIMITS
+        client = Client(REMOTE_ADDR=f"198.51.100.{10 + number}")  # an address of its own per page
+        url = reverse(view, args=[10**6])  # no such round: refused by the page, counted all the same
+        assert [client.get(url).status_code for _ in range(3)] == [404, 404, 429], view

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import CollectionRound
-from annotation.pipeline import generate_and_route_references
+from annotation.pipeline import generate_and_route_references, verifying_type
 from datasets_app.reference_generation import instances_awaiting_reference
 from llm.cli import parse_budget, run_step, write_step_report
 
@@ -12,7 +12,7 @@ def verification_round_option(round_id: int | None) -> CollectionRound | None:
     round = CollectionRound.objects.filter(pk=round_id).first()
     if round is None:
         raise CommandError(f"--verification-round: no round with id {round_id}")
-    if round.task_type != "verification":
+    if round.task_type != verifying_type():
         raise CommandError(f"--verification-round: round {round_id} is a {round.task_type} round")
     return round
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import CollectionRound
-from annotation.pipeline import recaption_discarded
+from annotation.pipeline import recaption_discarded, verifying_type
 from datasets_app.models import Instance
 
 from llm.cli import parse_amount
@@ -16,7 +16,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--from-discarded", nargs="+", choices=REASONS, default=["caption"],
+        parser.add_argument("--from-discarded", nargs="+", choices=REASONS, default=[Instance.DiscardReason.CAPTION],
                             dest="reasons", help="discard reasons to re-caption (default: caption)")
         parser.add_argument("--instances", nargs="+", type=int, metavar="ID", help="only these instances")
         parser.add_argument("--name", help="round name")
@@ -32,7 +32,7 @@ class Command(BaseCommand):
         amount = parse_amount(reward, option="--reward")
         follow_up = None
         if follow_up_round is not None:
-            follow_up = CollectionRound.objects.filter(pk=follow_up_round, task_type="verification").first()
+            follow_up = CollectionRound.objects.filter(pk=follow_up_round, task_type=verifying_type()).first()
             if follow_up is None:
                 raise CommandError(f"--follow-up-round: no verification round with id {follow_up_round}")
         try:

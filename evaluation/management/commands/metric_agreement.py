@@ -61,6 +61,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         from annotation.models import CollectionRound
+        from annotation.task_types import task_type_keys_yielding
 
         if not 0 < options["confidence"] < 1:
             raise CommandError("--confidence must lie strictly between 0 and 1")
@@ -74,7 +75,8 @@ class Command(BaseCommand):
         if options["bertscore_layers"] is not None and options["bertscore_layers"] < 1:
             raise CommandError("--bertscore-layers must be at least 1")
         round_id = options["round"]
-        if round_id is not None and not CollectionRound.objects.filter(pk=round_id, task_type="pairwise").exists():
+        if round_id is not None and not CollectionRound.objects.filter(
+                pk=round_id, task_type__in=task_type_keys_yielding("battles")).exists():
             raise CommandError(f"--round: no pairwise round with id {round_id}")
         judge_battles = None
         if options["judge_json"]:

@@ -198,12 +198,14 @@ class Command(BaseCommand):
     @staticmethod
     def _database_ratings(options, anchor) -> RatingsResult:
         from annotation.models import CollectionRound
+        from annotation.task_types import task_type_keys_yielding
         from crowdbench.errors import ServiceError
         from evaluation.selectors import database_ratings
 
         round = None
         if options["round"] is not None:
-            round = CollectionRound.objects.filter(pk=options["round"], task_type="pairwise").first()
+            round = CollectionRound.objects.filter(
+                pk=options["round"], task_type__in=task_type_keys_yielding("battles")).first()
             if round is None:
                 raise CommandError(f"--round: no pairwise round with id {options['round']}")
         try:

@@ -26,7 +26,7 @@ class Command(BaseCommand):
             round = CollectionRound.objects.filter(pk=options["round"]).first()
             if round is None:
                 raise CommandError(f"--round: no collection round with id {options['round']}")
-            if round.task_type != "pairwise":
+            if round.task_type_handler.yields != "battles":
                 raise CommandError(f"--round: round {round.pk} is a {round.task_type} round, not a pairwise round")
         report = agreement_report(round=round)
         if not report["pairs"]:

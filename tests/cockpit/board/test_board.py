@@ -78,10 +78,14 @@ def test_board_links_lead_to_the_round_and_to_the_builder_preselected(client, kn
     assert f'href="{builder}">open a caption round</a>' in page
     chosen = client.get(builder)
     assert chosen.status_code == 200 and 'name="kind" value="caption:awaiting_caption"' in chosen.content.decode()
-    # Every crowd action names a task type and a source the builder knows.
-    from cockpit.selectors import CROWD_ACTIONS
+    # Every crowd action (declared by the item source of its stage) names a task type and a source the
+    # builder knows, and the crowd acts on the caption and verification stages.
+    from cockpit.selectors import crowd_action_for
 
-    for _action, kind in CROWD_ACTIONS.values():
+    actions = [crowd_action_for(status) for status in Instance.Status.values]
+    kinds = [kind for _action, kind in actions if kind]
+    assert kinds == ["caption:awaiting_caption", "verification:reference_candidates"]
+    for kind in kinds:
         url = reverse("cockpit:round-new", args=[known_board.slug]) + f"?kind={kind}"
         assert client.get(url).status_code == 200, kind
 

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from . import views
+
+app_name = "third"
+
+urlpatterns = [
+    path("<int:round_id>/", views.task, name="task"),
+]
