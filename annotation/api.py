@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import image_reports, selectors, services
+from .languages import speaking_to
 from .models import Assignment, CollectionRound
 from .permissions import NOT_A_WORKER
 from .task_types import worker_answers
@@ -79,7 +80,7 @@ class NextTaskView(CrowdWorkAPIView):
             round = services.read_round_for_worker(round_id=round_id, worker=worker)
         except CollectionRound.DoesNotExist:
             raise Http404 from None
-        with translation.override(round.language):
+        with speaking_to(worker=worker, round=round):
             assignment = services.request_assignment(round=round, worker=worker)
             progress = selectors.worker_progress(round=round, worker=worker)
             if assignment is None:
@@ -103,12 +104,12 @@ class SubmitView(CrowdWorkAPIView):
 
     def post(self, request, assignment_id: int):
         worker = self.worker(request)
-        # The service answers in the round's language once the assignment proves to be the worker's own.
+        # The service answers in the worker's language on the round once the assignment proves to be theirs.
         outcome = services.submit_assignment(
             assignment_id=assignment_id, worker=worker, data=request.data, files=request.FILES
         )
         assignment = outcome.assignment
-        with translation.override(assignment.round.language):
+        with speaking_to(worker=worker, round=assignment.round):
             return Response(
                 {
                     "assignment": assignment.pk,

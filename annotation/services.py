@@ -17,7 +17,6 @@ from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from django.utils import translation
 from django.utils.translation import gettext as _
 
 from crowdbench.errors import ServiceError
@@ -25,6 +24,7 @@ from crowdbench.prepared import PreparedQuery
 
 from . import consent, guardrails
 from .auth import IN_WORKER_GROUP
+from .languages import speaking_to
 from .models import Assignment, CollectionRound, ConsentDecision, Qualification, Worker, WorkItem
 from .task_types import get_task_type
 from .task_types.base import TaskType
@@ -1002,8 +1002,8 @@ def submit_assignment(
         # every target column here (the type is not known before this read) costs the planner more
         # than the extra statement.
         assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker, with_item=False)
-        # From here on the assignment is the worker's own: refusals speak its round's language.
-        with translation.override(assignment.round.language):
+        # From here on the assignment is the worker's own: refusals speak the worker's language on its round.
+        with speaking_to(worker=worker, round=assignment.round):
             return _submit_locked(assignment=assignment, worker=worker, data=data, files=files, now=now)
 
 

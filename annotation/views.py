@@ -9,12 +9,12 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from . import consent, selectors, services
 from .forms import ConsentDecisionForm, WorkerLanguagesForm
+from .languages import speaking_to
 from .models import CollectionRound
 from .permissions import NOT_A_WORKER
 
@@ -78,7 +78,7 @@ def consent_page(request, round_id: int, worker):
     round = get_object_or_404(CollectionRound, pk=round_id, status=CollectionRound.Status.OPEN)
     if not consent.consent_required(round=round):
         return redirect("annotation:round", round.pk)
-    with translation.override(round.language):
+    with speaking_to(worker=worker, round=round):
         services.check_worker_may_work(round=round, worker=worker)
         form = ConsentDecisionForm(request.POST if request.method == "POST" else None)
         if request.method == "POST" and form.is_valid():
@@ -92,7 +92,8 @@ def consent_page(request, round_id: int, worker):
 
 @worker_required
 def round_page(request, round_id: int, worker):
-    """The worker's current task of the round (a new one if they have none), in the round's language."""
+    """The worker's current task of the round (a new one if they have none): the round's content, in the
+    worker's language around it."""
     try:
         # With what the engine, the progress and the warning need about the worker: one query.
         round = services.read_round_for_worker(round_id=round_id, worker=worker)
@@ -101,7 +102,7 @@ def round_page(request, round_id: int, worker):
     if round.status == CollectionRound.Status.OPEN and not consent.has_accepted(
             round=round, worker=worker, accepted_sha256=round.worker_facts.consent_sha256):
         return redirect("annotation:consent", round.pk)
-    with translation.override(round.language):
+    with speaking_to(worker=worker, round=round):
         try:
             assignment = services.request_assignment(round=round, worker=worker)
             progress = selectors.worker_progress(round=round, worker=worker)

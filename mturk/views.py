@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_exempt
 
 from annotation import services as crowd
+from annotation.languages import worker_language
 from crowdbench.csp import csp_replace
 from annotation.models import CollectionRound
 from providers import services
@@ -59,6 +60,8 @@ def task(request, round_id: int):
         if not MTURK_ID.match(assignment_id) or not MTURK_ID.match(worker_id) or submit_to not in submit_hosts():
             return refuse(request, _("This task link is incomplete; open it from Mechanical Turk."), 400)
         worker = services.get_or_create_provider_worker(provider=MTurkProvider.name, external_id=worker_id)
+        # The worker is known: their language from here on (the override above restores the request's).
+        translation.activate(worker_language(worker=worker, round=round))
         gate = consent_gate(request, round=round, worker=worker)
         if gate is not None:
             return gate

@@ -7,7 +7,6 @@ from django.core import signing
 from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils import translation
 from django.utils.translation import gettext as _
 from rest_framework import status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -18,6 +17,7 @@ from rest_framework.views import APIView
 from annotation import consent, image_reports, selectors
 from annotation import services as crowd
 from annotation.forms import ConsentDecisionForm
+from annotation.languages import speaking_to
 from annotation.task_types import worker_answers
 
 from . import services
@@ -94,7 +94,7 @@ class ProviderSubmitView(APIView):
     def post(self, request, assignment_id: int):
         assignment, worker = assignment_for_token(
             token=request.headers.get("X-Task-Token", ""), assignment_id=assignment_id)
-        with translation.override(assignment.round.language):
+        with speaking_to(worker=worker, round=assignment.round):
             outcome = crowd.submit_assignment(
                 assignment_id=assignment.pk, worker=worker, data=request.data, files=request.FILES)
             # Stored either way; it counts once the provider confirms it (now, or at the next sync).

@@ -10,6 +10,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.utils.translation import gettext as _
 
 from annotation import services as crowd
+from annotation.languages import worker_language
 from annotation.models import Assignment, CollectionRound
 
 from .. import services
@@ -33,6 +34,8 @@ def task(request, round_id: int):
         publication = get_object_or_404(Publication, round=round, provider=ProlificProvider.name,
                                         external_id=study_id)
         worker = services.get_or_create_provider_worker(provider=ProlificProvider.name, external_id=participant)
+        # The worker is known: their language from here on (the override above restores the request's).
+        translation.activate(worker_language(worker=worker, round=round))
         gate = consent_gate(request, round=round, worker=worker)
         if gate is not None:
             return gate

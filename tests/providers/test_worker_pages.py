@@ -122,6 +122,21 @@ def test_pages_speak_the_rounds_language(mturk_fake, round_factory):
     assert broken.status_code == 400 and "Mechanical Turk から開いてください" in broken.content.decode()
 
 
+def test_a_known_workers_refusal_speaks_their_language(mturk_fake, round_factory):
+    """Once the link names the worker, an English-only worker reads a Japanese round's refusal in English."""
+    round = round_factory(items=2, workers_per_item=1, language="ja")
+    services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0))
+    hits = HIT.objects.order_by("item__position")
+    for hit, external_id, languages, refusal in (
+            (hits[0], "AENGLISH1", ["en"], "Your account may not take tasks."),
+            (hits[1], "AUNSTATED1", [], "あなたのアカウントではタスクを受けられません。")):
+        worker = services.get_or_create_provider_worker(provider="mturk", external_id=external_id)
+        Worker.objects.filter(pk=worker.pk).update(languages=languages, is_blocked=True)
+        response = Client().get(mturk_url(round, hit, mturk_fake.accept_assignment(hit.hit_id, external_id),
+                                          worker=external_id))
+        assert response.status_code == 403 and refusal in response.content.decode()
+
+
 def break_pair(item) -> None:
     """Point side b at another instance's output, past every check (as a raw database edit would)."""
     from annotation.models import WorkItem
