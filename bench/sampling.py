@@ -14,7 +14,8 @@ Bradley–Terry rating: the fit of its exact win probabilities over all pairs eq
 generating ratings compressed by the noise, in the same order).
 
 Both samplers collect judgments in the same batches (``batch_size``) and test the goal after each
-one, with the same fit and the same sandwich intervals; only the choice of pairs differs. For
+one, with the same fit and the same intervals (inverse information; the sandwich's coverage is printed
+too); only the choice of pairs differs. For
 each seed the table gives the judgments each needed to reach the goal (or the budget), and at
 that point the coverage of the 95 % rating intervals (share of models whose interval holds the
 truth), Kendall's tau with the true order and the share of declared separations that are right.
@@ -69,7 +70,7 @@ def make_crowd(*, models: int, workers: int, clickers: float, noise: float, rng:
     gap = (truth[:, None] - truth[None, :]) / ELO_PER_NAT
     probability = expit(sensitivity[:, None, None] * gap[None]).mean(axis=0)
     np.fill_diagonal(probability, 0.0)
-    crowd_rating = fit(probability * 1e6, sandwich=False).ratings
+    crowd_rating = fit(probability * 1e6, prior_ties=0).ratings
     return Crowd(truth, sensitivity, crowd_rating)
 
 
@@ -79,6 +80,7 @@ class Snapshot:
     done: int
     total: int
     coverage: float
+    coverage_sandwich: float
     tau: float
     right_separations: float
 
@@ -88,6 +90,8 @@ def snapshot(wins: np.ndarray, goal: Goal, crowd: Crowd, judgments: int) -> Snap
     state = progress(goal, estimate)
     low, high = estimate.interval(0.95)
     covered = float(((low <= crowd.crowd_rating) & (crowd.crowd_rating <= high)).mean())
+    low, high = fit(wins, sandwich=True).interval(0.95)
+    covered_sandwich = float(((low <= crowd.crowd_rating) & (crowd.crowd_rating <= high)).mean())
     tau = float(kendalltau(estimate.ratings, crowd.truth).statistic)
     vectors, unresolved = _contrasts(goal, estimate)
     declared = vectors[~unresolved]
@@ -95,7 +99,7 @@ def snapshot(wins: np.ndarray, goal: Goal, crowd: Crowd, judgments: int) -> Snap
         right = float((np.sign(declared @ estimate.ratings) == np.sign(declared @ crowd.truth)).mean())
     else:
         right = float("nan")
-    return Snapshot(judgments, state.done, state.total, covered, tau, right)
+    return Snapshot(judgments, state.done, state.total, covered, covered_sandwich, tau, right)
 
 
 def run(sampler: str, *, crowd: Crowd, goal: Goal, budget: int, seed: int, exploration: float,
@@ -188,7 +192,8 @@ def main() -> int:
     print(f"judgments needed (median): uniform {median_u:,.0f}, active {median_a:,.0f}, ratio {ratio:.2f} "
           f"(median of per-seed ratios {np.median(column(1, 'judgments') / column(0, 'judgments')):.2f})")
     print(f"95 % interval coverage at the goal (mean over models and seeds): uniform {column(0, 'coverage').mean():.3f}, "
-          f"active {column(1, 'coverage').mean():.3f}")
+          f"active {column(1, 'coverage').mean():.3f} (sandwich intervals: uniform "
+          f"{column(0, 'coverage_sandwich').mean():.3f}, active {column(1, 'coverage_sandwich').mean():.3f})")
     print(f"Kendall tau with the true order at the goal (mean): uniform {column(0, 'tau').mean():.3f}, "
           f"active {column(1, 'tau').mean():.3f}")
     if goal.kind != "width":

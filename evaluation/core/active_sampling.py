@@ -4,9 +4,10 @@ Pure numpy (no Django). The round's state is the win matrix ``W`` (``W[i, j]`` =
 which model i beat model j, a tie half a win each side), the sufficient statistic of the
 Bradley–Terry likelihood. From it:
 
-* :func:`fit` gives the Bradley–Terry ratings (Elo scale, mean 1000) and their covariance: the
-  sandwich ``H⁺ M H⁺`` of the observed Fisher information ``H`` and the empirical variance of
-  the scores ``M`` (robust to a crowd whose preferences are not exactly Bradley–Terry);
+* :func:`fit` gives the Bradley–Terry ratings (Elo scale, mean 1000) and their covariance, the
+  pseudo-inverse of the observed Fisher information ``H`` (or the sandwich ``H⁺ M H⁺`` with the
+  empirical variance of the scores ``M``; with one judgment per worker and pair drawn at random
+  the two agree, bench/sampling.py prints both coverages);
 * a :class:`Goal` names the contrasts that matter ("separate adjacent ranks", "every interval
   narrower than W", "find the top k") and says which of them are still unresolved
   (:func:`progress`, also the stopping test);
@@ -41,6 +42,8 @@ GOAL_KINDS = ("adjacent", "width", "top_k")
 DEFAULT_EXPLORATION = 0.1
 # Judgments per pair drawn uniformly before the fit is trusted to steer (every pair met).
 WARMUP_PER_PAIR = 2
+# Virtual ties added to every pair before a fit (see ``fit``).
+PRIOR_TIES = 1.0
 # Natural-log odds to Elo points.
 ELO_PER_NAT = ELO_SCALE / LN10
 
@@ -110,14 +113,21 @@ def _information(games: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.diag(weights.sum(axis=1)) - weights
 
 
-def fit(wins: np.ndarray, *, sandwich: bool = True) -> Estimate:
-    """Bradley–Terry fit of the win matrix, with the analytic (sandwich by default) covariance.
+def fit(wins: np.ndarray, *, sandwich: bool = False, prior_ties: float = PRIOR_TIES) -> Estimate:
+    """Bradley–Terry fit of the win matrix with its analytic covariance: the inverse of the observed
+    information, or with ``sandwich`` the robust ``H⁺ M H⁺``.
 
+    ``prior_ties`` virtual ties are added to every pair first. Without them a round whose few
+    first judgments all agree with one order has an infinite MLE, and both covariances collapse
+    towards zero there (p̂ → 0 or 1): the goal would look met after a handful of judgments. One
+    tie per pair moves the ratings of a round of thousands of judgments by a fraction of a point.
     The likelihood ignores a common shift, so the information is singular along (1, ..., 1): its
     pseudo-inverse is the covariance of the mean-centred ratings, the ones reported.
     """
     wins = np.asarray(wins, dtype=np.float64)
     m = wins.shape[0]
+    games_seen = wins + wins.T
+    wins = wins + (0.5 * prior_ties) * (1 - np.eye(m))
     strengths, _ = _fit_bt_batched(wins[None], np.zeros((1, m)), penalty=BT_L2_PENALTY)
     strengths = strengths[0] - strengths[0].mean()
     nats = LN10 * strengths
@@ -134,7 +144,7 @@ def fit(wins: np.ndarray, *, sandwich: bool = True) -> Estimate:
     else:
         covariance = bread
     return Estimate(ratings=ELO_SCALE * strengths + ELO_INITIAL_RATING,
-                    covariance=covariance * ELO_PER_NAT**2, judgments=int(round(games.sum() / 2)))
+                    covariance=covariance * ELO_PER_NAT**2, judgments=int(round(games_seen.sum() / 2)))
 
 
 @dataclass(frozen=True)
