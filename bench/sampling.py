@@ -102,19 +102,21 @@ def snapshot(wins: np.ndarray, goal: Goal, crowd: Crowd, judgments: int) -> Snap
     return Snapshot(judgments, state.done, state.total, covered, covered_sandwich, tau, right)
 
 
-def run(sampler: str, *, crowd: Crowd, goal: Goal, budget: int, seed: int, exploration: float,
-        stop_at: int | None = None) -> list[Snapshot]:
-    """One round to the goal (or ``stop_at`` judgments, or the budget); a snapshot per batch."""
+def run(sampler: str, *, crowd: Crowd, goal: Goal, budget: int, seed: int, exploration: float
+        ) -> list[tuple[int, np.ndarray]]:
+    """One round to the goal (or the budget): the judgments and the win matrix after each batch."""
     rng = np.random.default_rng([seed, 1 if sampler == "active" else 0])
     m = crowd.truth.shape[0]
     pairs_all = all_pairs(m)
     wins = np.zeros((m, m))
     judgments = 0
     history = []
+    estimate = None
     while judgments < budget:
         count = min(batch_size(judgments, models=m), budget - judgments)
         if sampler == "active":
-            pairs = np.array(choose_pairs(wins, goal, count=count, rng=rng, exploration=exploration))
+            pairs = np.array(choose_pairs(wins, goal, count=count, rng=rng, exploration=exploration,
+                                          estimate=estimate))
         else:
             pairs = pairs_all[rng.integers(0, pairs_all.shape[0], count)]
         first_wins = crowd.answer(pairs, rng)
@@ -122,9 +124,9 @@ def run(sampler: str, *, crowd: Crowd, goal: Goal, budget: int, seed: int, explo
         loser = np.where(first_wins == 1, pairs[:, 1], pairs[:, 0])
         np.add.at(wins, (winner, loser), 1.0)
         judgments += count
-        shot = snapshot(wins, goal, crowd, judgments)
-        history.append(shot)
-        if (stop_at is None and shot.done >= shot.total) or (stop_at is not None and judgments >= stop_at):
+        history.append((judgments, wins.copy()))
+        estimate = fit(wins)
+        if progress(goal, estimate).met:
             break
     return history
 
@@ -170,9 +172,11 @@ def main() -> int:
                            rng=np.random.default_rng([seed, 2]))
         uniform = run("uniform", crowd=crowd, goal=goal, budget=args.budget, seed=seed, exploration=args.exploration)
         active = run("active", crowd=crowd, goal=goal, budget=args.budget, seed=seed, exploration=args.exploration)
-        u_end, a_end = uniform[-1], active[-1]
+        u_end = snapshot(uniform[-1][1], goal, crowd, uniform[-1][0])
+        a_end = snapshot(active[-1][1], goal, crowd, active[-1][0])
         # Uniform at the active sampler's judgments (both use the same batch schedule).
-        at_equal = next((shot for shot in uniform if shot.judgments >= a_end.judgments), u_end)
+        equal = next((entry for entry in uniform if entry[0] >= a_end.judgments), uniform[-1])
+        at_equal = snapshot(equal[1], goal, crowd, equal[0])
         rows.append((u_end, a_end, at_equal))
         print(f"{seed:>4} {u_end.judgments:>10,} {a_end.judgments:>9,} {a_end.judgments / u_end.judgments:>6.2f} | "
               f"{u_end.coverage:>5.2f} {a_end.coverage:>5.2f} {u_end.tau:>5.2f} {a_end.tau:>5.2f} "
