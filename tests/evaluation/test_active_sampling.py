@@ -3,6 +3,7 @@ rule, and the coverage of its intervals under the adaptive design (a small simul
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from evaluation.core.active_sampling import (
@@ -17,8 +18,6 @@ from evaluation.core.active_sampling import (
     progress,
 )
 from evaluation.core.ratings import bradley_terry, encode_battles
-
-import pandas as pd
 
 
 def expected_wins(ratings, games: float) -> np.ndarray:
