@@ -106,7 +106,8 @@ class AdaptivePairs(PairSampler):
         from django.db import transaction
 
         round_id = item.round_id
-        transaction.on_commit(lambda: advance_round(round_id=round_id))
+        # robust: an error here is logged, never the worker's (already stored) submission's failure.
+        transaction.on_commit(lambda: advance_round(round_id=round_id), robust=True)
 
 
 def _win_matrix(round, models: list[str]) -> tuple[np.ndarray, int]:
