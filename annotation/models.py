@@ -246,6 +246,9 @@ class CollectionRound(models.Model):
         "each worker reads and accepts it before their first task of the round.",
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT, db_index=True)
+    # The state of an adaptive pairwise sampler (goal, budget, models, batches drawn, last progress);
+    # empty for every other round. Written only by ``annotation.samplers.adaptive``.
+    sampler_state = models.JSONField(default=dict, blank=True, editable=False)
     # VisIT-Bench chaining: where the next stage's items go once this round's items complete
     # (instruction generation → caption, caption → verification, with references generated on the way).
     follow_up_round = models.ForeignKey(

@@ -143,6 +143,7 @@ def add_items_from_source(*, round: CollectionRound, source: str, params: dict |
                           language=locked.language)
         services.add_items(round=locked, targets=[spec.target for spec in plan.specs],
                            gold_answers=gold_by_index(gold_answers, items=len(plan)))
+        get_task_type(locked.task_type).source(source).after_added(round=locked, params=plan.params, items=len(plan))
     return plan
 
 

@@ -93,7 +93,20 @@ def round_watch(*, round: CollectionRound, coverage_target: int = DEFAULT_COVERA
         "agreement": round.task_type_handler.agreement_so_far(round),
         "coverage_target": coverage_target,
         "coverage": round_coverage(round=round, target=coverage_target),
+        "goal": goal_progress(round=round),
     }
+
+
+def goal_progress(*, round: CollectionRound) -> dict | None:
+    """An adaptive round's goal as its sampler last measured it (``text``: e.g. "7 of 9 adjacent pairs
+    separated"), its budget of judgments and why it stopped (None while it runs); None for other rounds."""
+    state = round.sampler_state or {}
+    if not state.get("sampler"):
+        return None
+    progress = state.get("progress") or {}
+    return {"goal": progress.get("goal"), "text": progress.get("text"), "done": progress.get("done"),
+            "total": progress.get("total"), "met": progress.get("met", False), "judgments": state.get("judgments", 0),
+            "budget_judgments": state.get("budget_judgments"), "stopped": state.get("stopped")}
 
 
 def verified_per_family(*, project, target: int = DEFAULT_COVERAGE_TARGET) -> list[dict]:

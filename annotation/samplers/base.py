@@ -41,6 +41,14 @@ class PairSampler:
     takes_count: ClassVar[bool] = False
     # Whether side B is the accepted reference (instances without one are left out).
     against_reference: ClassVar[bool] = False
+    # Whether the sampler draws only a first batch and adds the rest as judgments arrive.
+    adaptive: ClassVar[bool] = False
 
     def pairs(self, instances: list[Candidates], *, rng: random.Random, count: int | None) -> list[Pair]:
         raise NotImplementedError
+
+    def start(self, *, round, params: dict, items: int) -> None:
+        """Once the drawn pairs are the round's items: an adaptive sampler keeps its state on the round."""
+
+    def on_item_completed(self, item) -> None:
+        """An item of a round this sampler runs got its judgments (inside the submitting transaction)."""

@@ -46,6 +46,27 @@ class ModelOutputsParams(forms.Form):
                                help_text="Model names, comma-separated; empty for every model of the project.")
     instance_ids = ids_field("Instances", "Ids of the project's instances; empty for all.")
     seed = seed_field()
+    # The adaptive sampler's goal and budget (docs/evaluation.md, "Active pair sampling").
+    goal = forms.ChoiceField(choices=[("adjacent", "Separate adjacent ranks"), ("width", "Every interval narrower than W"),
+                                      ("top_k", "Find the top k")], required=False,
+                             help_text="What the adaptive sampler aims at (default: separate adjacent ranks).")
+    goal_level = forms.FloatField(required=False, min_value=0.8, max_value=0.999,
+                                  help_text="Confidence level of the goal (default 0.95).")
+    goal_width = forms.FloatField(required=False, min_value=1, help_text="W in Elo points (the width goal).")
+    goal_k = forms.IntegerField(required=False, min_value=1, help_text="k (the top-k goal).")
+    budget_judgments = forms.IntegerField(required=False, min_value=1, max_value=10_000_000,
+                                          help_text="Judgments the adaptive sampler may ask for at most.")
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("sampler") == "adaptive":
+            if not cleaned.get("budget_judgments"):
+                self.add_error("budget_judgments", "The adaptive sampler needs a budget of judgments.")
+            if cleaned.get("goal") == "width" and not cleaned.get("goal_width"):
+                self.add_error("goal_width", "The width goal needs W.")
+            if cleaned.get("goal") == "top_k" and not cleaned.get("goal_k"):
+                self.add_error("goal_k", "The top-k goal needs k.")
+        return cleaned
 
 
 class ModelOutputsSource(ItemSource):
@@ -88,6 +109,9 @@ class ModelOutputsSource(ItemSource):
                                     by_id[pair.output_b] if pair.output_b is not None else references[pair.instance_id])
                  for pair in pairs]
         return SourceResult(specs=specs, notes={"sampler": sampler.name})
+
+    def after_added(self, *, round, params, items):
+        get_sampler(params.get("sampler") or "all_pairs").start(round=round, params=params, items=items)
 
     @staticmethod
     def describe_pair(side_a, side_b) -> ItemSpec:
@@ -156,6 +180,11 @@ class PairwiseTask(TaskType):
         if item.side_a_name == item.side_b_name:
             raise ValidationError({"output_b": _("Both sides come from %(name)s; a battle needs two names.")
                                    % {"name": item.side_a_name}})
+
+    def on_completed(self, item):
+        name = (item.round.sampler_state or {}).get("sampler")
+        if name:
+            get_sampler(name).on_item_completed(item)
 
     def present(self, *, item, rng):
         left = rng.choice(["a", "b"])

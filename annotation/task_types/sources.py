@@ -126,6 +126,10 @@ class ItemSource:
         """The items to create, from objects of ``project`` only; ``params`` are already cleaned."""
         raise NotImplementedError
 
+    def after_added(self, *, round, params: dict, items: int) -> None:
+        """The planned items are now the round's (same transaction, round locked): a source whose
+        items keep coming while the round runs records what it needs on the round."""
+
 
 def only_known_ids(queryset, ids: list[int], *, what: str) -> Any:
     """``queryset`` narrowed to ``ids``; ids it does not hold (another project's, missing) are refused."""

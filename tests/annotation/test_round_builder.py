@@ -113,9 +113,11 @@ def test_against_reference_pairs_each_model_with_the_reference(project, settings
 
 def test_every_sampler_is_registered_and_seeded_plans_repeat(project):
     instances_with_outputs(project, count=4, references=True)
-    assert set(SAMPLERS) == {"all_pairs", "uniform", "vs_reference"}
+    assert set(SAMPLERS) == {"all_pairs", "uniform", "vs_reference", "adaptive"}
     for name in SAMPLERS:
         extra = {"count": 5} if get_sampler(name).takes_count else {}
+        if get_sampler(name).adaptive:
+            extra["budget_judgments"] = 100
         first = plan(project, sampler=name, seed=42, **extra).as_dict()
         again = plan(project, sampler=name, seed=42, **extra).as_dict()
         assert first == again
