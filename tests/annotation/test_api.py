@@ -272,7 +272,7 @@ def test_work_list_shows_open_rounds_with_progress(client):
     client.force_login(make_worker_user())
     page = client.get(reverse("annotation:work-list")).content.decode()
     assert open_round.name in page and draft.name not in page
-    assert "0 of 1 done" in page
+    assert "You have done 0 of the 1 task this round has for you" in page
 
 
 @pytest.mark.parametrize("task_type", ["instruction_generation", "caption", "verification", "pairwise", "ranking"])
@@ -317,7 +317,7 @@ def test_the_page_shows_nothing_left_when_the_round_is_done(client):
     services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"outcome": "correct"})
     client.force_login(user)
     page = client.get(reverse("annotation:round", args=[round.pk])).content.decode()
-    assert 'id="no-task"' in page and "1 of 1 done" in page
+    assert 'id="no-task"' in page and "You have done 1 of the 1 task this round has for you" in page
 
 
 def test_api_messages_follow_the_round_language():
