@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from datasets_app import instance_status
@@ -44,6 +45,11 @@ INHERITED_SETTINGS = (
 NOT_INHERITED_RULES = ("qualifies_for_project",)
 # Rounds that still take items: a complete one reopens for the items fed to it.
 USABLE = (CollectionRound.Status.DRAFT, *services.ACTIVE_STATUSES)
+
+
+# An instance awaits its LLM reference, for the verification round given (``instance_id``,
+# ``verification_round_id``). A signal, so that the crowd work does not import the step runs above it.
+reference_wanted = Signal()
 
 
 # --- follow-up stages, called by the task types' completion hooks --------------------------------
@@ -82,9 +88,9 @@ def caption_new_instances(*, item: WorkItem, caption_round: CollectionRound) -> 
 
 
 def enqueue_reference_generation(instance_id: int, verification_round_id: int) -> None:
-    from .tasks import generate_references_task
-
-    generate_references_task.delay(instance_ids=[instance_id], verification_round_id=verification_round_id)
+    """Called after the commit that left the instance awaiting its reference: the background step
+    runs (which listen to ``reference_wanted``) generate it, within their budget and heartbeat."""
+    reference_wanted.send(sender=Instance, instance_id=instance_id, verification_round_id=verification_round_id)
 
 
 # --- verification items ------------------------------------------------------------------------
