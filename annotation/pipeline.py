@@ -9,7 +9,7 @@ changes go through ``datasets_app.instance_status``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -25,8 +25,8 @@ from datasets_app.reference_generation import (
     generate_references,
     instances_awaiting_reference,
 )
-from llm.client import LLMClient, LLMResult, configured_model
-from llm.models import LLMRun
+from llm.client import configured_model
+from llm.params import LLMRunParams
 
 from . import services
 from .models import CollectionRound, WorkItem
@@ -249,21 +249,13 @@ class PipelineReport:
 def generate_and_route_references(
     *,
     instances: Iterable[Instance] | None = None,
-    model: str | None = None,
-    budget_usd: Decimal | float | str | None = None,
-    run: LLMRun | None = None,
     verification_round: CollectionRound | None = None,
-    progress: Callable[[LLMResult], object] | None = None,
-    on_requests: Callable[[int], object] | None = None,
-    client: LLMClient | None = None,
+    llm: LLMRunParams = LLMRunParams(),
 ) -> PipelineReport:
     """Generate reference candidates and open a verification item for each new one."""
     if verification_round is not None:
         instances = instances_for_verification_round(verification_round, instances)
-    report = generate_references(
-        instances=instances, model=model, budget_usd=budget_usd, run=run, progress=progress,
-        on_requests=on_requests, client=client,
-    )
+    report = generate_references(instances=instances, llm=llm)
     candidates = ReferenceCandidate.objects.filter(pk__in=report.candidate_ids).select_related("instance__family")
     routing = open_verification_items(candidates=candidates, round=verification_round)
     return PipelineReport(references=report, routing=routing)
@@ -350,13 +342,8 @@ def regenerate_discarded(
     *,
     reasons: Iterable[str] = ("response",),
     instance_ids: Iterable[int] | None = None,
-    model: str | None = None,
-    budget_usd: Decimal | float | str | None = None,
-    run: LLMRun | None = None,
     verification_round: CollectionRound | None = None,
-    progress: Callable[[LLMResult], object] | None = None,
-    on_requests: Callable[[int], object] | None = None,
-    client: LLMClient | None = None,
+    llm: LLMRunParams = LLMRunParams(),
 ) -> PipelineReport:
     """New reference candidates (sampled afresh, not the cached first answer) for instances
     discarded for the given reasons, each with a new verification item.
@@ -365,7 +352,7 @@ def regenerate_discarded(
     and ``generate_references`` picks it up later. Raises ``LLMNotConfigured`` (nothing changed)
     without a server.
     """
-    configured_model(model, client)
+    configured_model(llm.model, llm.client)
     reasons = list(reasons)
     with transaction.atomic():
         instances = discarded_instances(reasons=reasons, instance_ids=instance_ids)
@@ -373,9 +360,6 @@ def regenerate_discarded(
             instances = instances_for_verification_round(verification_round, instances)
         for instance in instances:
             instance_status.regenerate(instance)
-    report = generate_and_route_references(
-        instances=instances, model=model, budget_usd=budget_usd, run=run, verification_round=verification_round,
-        progress=progress, on_requests=on_requests, client=client,
-    )
+    report = generate_and_route_references(instances=instances, verification_round=verification_round, llm=llm)
     report.reset_instances = [instance.pk for instance in instances]
     return report

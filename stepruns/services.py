@@ -16,6 +16,7 @@ from django.db import DatabaseError, connection, transaction
 from crowdbench.errors import ServiceError
 from llm.client import configured_model
 from llm.config import LLMNotConfigured, configured_models, unpriced
+from llm.params import LLMRunParams
 
 from . import lifecycle
 from .errors import RunRefused
@@ -121,8 +122,8 @@ def execute_run(run_id: int) -> StepRun:
         try:
             # Every attempt charges the run's own LLMRun: its cap is the run's budget, and what earlier
             # attempts spent is already in it.
-            outcome = step_kind.execute(project=run.project, model=run.model, llm_run=run.llm_run,
-                                        parameters=run.parameters, progress=progress, on_requests=on_requests)
+            llm = LLMRunParams(model=run.model, run=run.llm_run, progress=progress, on_requests=on_requests)
+            outcome = step_kind.execute(project=run.project, llm=llm, parameters=run.parameters)
         except LLMNotConfigured as error:
             return lifecycle.fail(run, f"The LLM is not configured: {error}")
         except ServiceError as error:

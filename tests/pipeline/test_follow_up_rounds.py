@@ -10,6 +10,7 @@ from annotation.pipeline import generate_and_route_references, recaption_discard
 from datasets_app.models import Caption, Instance, ReferenceCandidate
 from fakes.openai_server import message_text
 from llm.config import LLMNotConfigured
+from llm.params import LLMRunParams
 from stepruns.models import StepRun
 from tests.annotation.factories import make_family, make_instance, make_round
 
@@ -94,7 +95,7 @@ def discarded_for(reason_outcome: str, llm_client) -> tuple[Instance, Collection
     instance = make_instance(captions=False)
     caption_round = make_round(task_type="caption", targets=[instance])
     caption_instance(round=caption_round, captions=["A blurry photo of something."])
-    generate_and_route_references(client=llm_client)
+    generate_and_route_references(llm=LLMRunParams(client=llm_client))
     caption_round.refresh_from_db()
     verify(round=caption_round.follow_up_round, outcomes=[reason_outcome] * 3)
     instance.refresh_from_db()
@@ -132,7 +133,7 @@ def test_regenerating_a_response_discard_asks_afresh_and_opens_a_new_verificatio
     first = ReferenceCandidate.objects.get(instance=instance)
     before = len(fake_server.completion_requests)
 
-    report = regenerate_discarded(reasons=["response"], client=llm_client)
+    report = regenerate_discarded(reasons=["response"], llm=LLMRunParams(client=llm_client))
 
     assert report.reset_instances == [instance.pk] and report.references.created == 1
     # Not served from the cache: a new, seeded request went out.

@@ -13,6 +13,7 @@ from evaluation.rankers.uploaded import UploadedScoresError
 from evaluation.selectors import review_items
 from evaluation.services import ScoreStoreError, rank_and_store
 from llm.cli import not_configured, parse_budget
+from llm.params import LLMRunParams
 from llm.config import LLMConfig, LLMNotConfigured
 from llm.services import create_run
 
@@ -78,9 +79,10 @@ class Command(BaseCommand):
             bar.refresh()
 
         try:
-            ranker = make_ranker(name, model=options["model"], scores_path=options["scores"], run=run,
+            ranker = make_ranker(name, model=options["model"], scores_path=options["scores"],
                                  with_image=not options["no_image"], seed=options["seed"],
-                                 progress=lambda result: bar.update(), on_requests=more_requests)
+                                 llm=LLMRunParams(run=run, progress=lambda result: bar.update(),
+                                                  on_requests=more_requests))
             outcome = rank_and_store(ranker=ranker, ranker_kind=name, items=items)
         except (UploadedScoresError, ScoreStoreError, ValueError, RuntimeError) as exc:
             raise CommandError(str(exc)) from None
