@@ -237,14 +237,6 @@ class PipelineReport:
     routing: RoutingReport
     reset_instances: list[int] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
-        return {
-            "references": self.references.as_dict(),
-            "verification_items": {str(k): v for k, v in self.routing.items.items()},
-            "opened_rounds": self.routing.opened_rounds,
-            "reset_instances": self.reset_instances,
-        }
-
 
 def generate_and_route_references(
     *,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
@@ -61,11 +61,6 @@ class StepReport:
     def requests_summary(self) -> str:
         return (f"{self.sent} requests sent, {self.cache_hits} answered from the cache "
                 f"(spent ${format_usd(self.spent_usd)})")
-
-    def as_dict(self) -> dict:
-        data = asdict(self)
-        data["spent_usd"] = str(self.spent_usd)
-        return data
 
 
 @dataclass
