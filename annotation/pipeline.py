@@ -29,7 +29,7 @@ from llm.client import configured_model
 from llm.params import LLMRunParams
 
 from . import services
-from .models import CollectionRound, WorkItem
+from .models import CollectionRound, WorkItem, round_default
 from .task_types import get_task_type
 
 logger = logging.getLogger(__name__)
@@ -287,7 +287,7 @@ def recaption_discarded(
     reasons: Iterable[str] = ("caption",),
     instance_ids: Iterable[int] | None = None,
     name: str | None = None,
-    workers_per_item: int = 1,
+    workers_per_item: int = round_default("workers_per_item"),
     reward_per_task: Decimal | None = None,
     follow_up_round: CollectionRound | None = None,
     created_by=None,
