@@ -305,8 +305,8 @@ def generate_outputs(
     instances: Iterable[Instance] | None = None,
     output_name: str | None = None,
 ) -> OutputGenerationReport:
-    """Ask a candidate model (``llm.model``, required) for its response to each instance (image(s) + instruction) and store
-    it as a ``ModelOutput`` named ``output_name`` (default: ``model``).
+    """Ask a candidate model (``llm.model``, required) for its response to each instance (image(s) +
+    instruction) and store it as a ``ModelOutput`` named ``output_name`` (default: the model).
 
     ``instances`` defaults to the verified ones; instances that already have an output under that
     name are skipped. With ``base_url`` the request goes to that server with ``api_key`` (no key

@@ -119,8 +119,8 @@ def generate_references(
     ``instances`` defaults to every instance in ``awaiting_reference``; others are skipped with the
     reason. An answered instance gets a ``ReferenceCandidate`` and moves to
     ``awaiting_verification``; a failed one stays where it is and is listed in the report.
-    The requests go as ``llm`` says (model, server, run or budget, progress callbacks). Raises ``LLMNotConfigured`` (nothing written)
-    without a server.
+    The requests go as ``llm`` says (model, server, run or budget, progress callbacks). Raises
+    ``LLMNotConfigured`` (nothing written) without a server.
     """
     model = llm.model
     model_name = configured_model(model, llm.client)

@@ -161,8 +161,8 @@ def judge_pairs(
     extractor = configured_model(extractor_model, llm.client) if extractor_model else judge
     models = _check_models(models, against_reference=against_reference)
     report = JudgeReport(judge_model=judge, extractor_model=extractor, with_reference=with_reference)
-    step = LLMStep(report=report, purpose=PURPOSE, llm=llm, failure=lambda subject, reason: JudgeFailure(subject[0].instance.pk, subject[0].model_a,
-                                                                subject[0].model_b, subject[1], reason))
+    step = LLMStep(report=report, purpose=PURPOSE, llm=llm, failure=lambda subject, reason: JudgeFailure(
+        subject[0].instance.pk, subject[0].model_a, subject[0].model_b, subject[1], reason))
     involving = _check_involving(involving, models)
     pairs = _pairs(models, with_reference=with_reference, against_reference=against_reference,
                    instances=instances, report=report, involving=involving)

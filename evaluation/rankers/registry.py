@@ -1,7 +1,8 @@
 """Ranker name → class: the one place to add an IRR model ranker.
 
 Each class builds itself from the common options (``from_options``) and says whether it calls an
-LLM server (``uses_llm``: ``RankerOptions.llm``, its run and progress) or reads a scores file (``needs_scores_file``).
+LLM server (``uses_llm``: ``RankerOptions.llm``, its run and progress) or reads a scores file
+(``needs_scores_file``).
 Classes are registered by dotted path and imported on first use: the local ranker loads torch.
 """
 from __future__ import annotations
