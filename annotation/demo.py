@@ -99,9 +99,7 @@ def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dic
             created_by=researcher,
             language=language,
             workers_per_item=workers_per_item,
-            reward_per_task=Decimal("0.50"),
-            target_hourly_wage=Decimal("18.00"),
-            time_limit_seconds=1800,
+            reward_per_task=Decimal("0.50"),  # the target wage and time limit are the rounds' defaults
             estimated_seconds_per_task=estimate,
             qualification_rules={"language_matched": True} if language_matched else None,
         )

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinLengthValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
@@ -186,7 +186,14 @@ QUALITY_POLICY_DEFAULTS = {
 }
 
 
+MAX_WORKERS_PER_ITEM = 100
+MAX_TIME_LIMIT_SECONDS = 7 * 24 * 3600
+
+
 class CollectionRound(models.Model):
+    """A batch of crowd work. Its fields are the one source of a round's limits, defaults and
+    choices: the cockpit's forms, the API's serializers and ``create_round`` read them from here."""
+
     class Status(models.TextChoices):
         DRAFT = "draft", _("Draft")
         OPEN = "open", _("Open")
@@ -203,10 +210,13 @@ class CollectionRound(models.Model):
     )
     task_type = models.CharField(max_length=50, validators=[validate_task_type])
     instructions = models.TextField(
-        blank=True, help_text="Extra guidance shown to workers above the task's standard instructions."
+        blank=True, max_length=20000,  # enforced by the forms and serializers built from this field
+        help_text="Extra guidance shown to workers above the task's standard instructions.",
     )
     language = models.CharField(max_length=8, choices=Language.choices, default=Language.ENGLISH)
-    workers_per_item = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    workers_per_item = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_WORKERS_PER_ITEM)]
+    )
     # Adaptive overlap: start each item with this many workers and add more, up to workers_per_item,
     # only while the final majority is still open (e.g. pairwise 3 -> 5). Empty: a fixed
     # workers_per_item (the paper's fixed 5, for exact reproduction).
@@ -218,12 +228,13 @@ class CollectionRound(models.Model):
     reward_per_task = models.DecimalField(
         max_digits=8, decimal_places=2, default=Decimal("0.00"), validators=[MinValueValidator(0)]
     )
-    currency = models.CharField(max_length=3, default="USD")
+    currency = models.CharField(max_length=3, default="USD", validators=[MinLengthValidator(3)])
     target_hourly_wage = models.DecimalField(
         max_digits=8, decimal_places=2, default=Decimal("18.00"), validators=[MinValueValidator(0)]
     )
     time_limit_seconds = models.PositiveIntegerField(
-        default=1800, validators=[MinValueValidator(30)], help_text="An assignment expires after this."
+        default=1800, validators=[MinValueValidator(30), MaxValueValidator(MAX_TIME_LIMIT_SECONDS)],
+        help_text="An assignment expires after this."
     )
     qualification_rules = models.JSONField(
         default=dict, blank=True, validators=[validate_qualification_rules]
@@ -318,6 +329,11 @@ class CollectionRound(models.Model):
         from .task_types import get_task_type
 
         return get_task_type(self.task_type)
+
+
+def round_default(name: str):
+    """The default of a round field, for the code that takes a round's settings as arguments."""
+    return CollectionRound._meta.get_field(name).get_default()
 
 
 # The columns a work item's targets may use; each task type names its own and checks them

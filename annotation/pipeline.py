@@ -9,11 +9,12 @@ changes go through ``datasets_app.instance_status``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from datasets_app import instance_status
@@ -24,11 +25,11 @@ from datasets_app.reference_generation import (
     generate_references,
     instances_awaiting_reference,
 )
-from llm.client import LLMClient, LLMResult, configured_model
-from llm.models import LLMRun
+from llm.client import configured_model
+from llm.params import LLMRunParams
 
 from . import services
-from .models import CollectionRound, WorkItem
+from .models import CollectionRound, WorkItem, round_default
 from .task_types import get_task_type, stage_task_type
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,11 @@ INHERITED_SETTINGS = (
 NOT_INHERITED_RULES = ("qualifies_for_project",)
 # Rounds that still take items: a complete one reopens for the items fed to it.
 USABLE = (CollectionRound.Status.DRAFT, *services.ACTIVE_STATUSES)
+
+
+# An instance awaits its LLM reference, for the verification round given (``instance_id``,
+# ``verification_round_id``). A signal, so that the crowd work does not import the step runs above it.
+reference_wanted = Signal()
 
 
 # --- follow-up stages, called by the task types' completion hooks --------------------------------
@@ -82,9 +88,9 @@ def caption_new_instances(*, item: WorkItem, caption_round: CollectionRound) -> 
 
 
 def enqueue_reference_generation(instance_id: int, verification_round_id: int) -> None:
-    from .tasks import generate_references_task
-
-    generate_references_task.delay(instance_ids=[instance_id], verification_round_id=verification_round_id)
+    """Called after the commit that left the instance awaiting its reference: the background step
+    runs (which listen to ``reference_wanted``) generate it, within their budget and heartbeat."""
+    reference_wanted.send(sender=Instance, instance_id=instance_id, verification_round_id=verification_round_id)
 
 
 # --- verification items ------------------------------------------------------------------------
@@ -241,33 +247,17 @@ class PipelineReport:
     routing: RoutingReport
     reset_instances: list[int] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
-        return {
-            "references": self.references.as_dict(),
-            "verification_items": {str(k): v for k, v in self.routing.items.items()},
-            "opened_rounds": self.routing.opened_rounds,
-            "reset_instances": self.reset_instances,
-        }
-
 
 def generate_and_route_references(
     *,
     instances: Iterable[Instance] | None = None,
-    model: str | None = None,
-    budget_usd: Decimal | float | str | None = None,
-    run: LLMRun | None = None,
     verification_round: CollectionRound | None = None,
-    progress: Callable[[LLMResult], object] | None = None,
-    on_requests: Callable[[int], object] | None = None,
-    client: LLMClient | None = None,
+    llm: LLMRunParams = LLMRunParams(),
 ) -> PipelineReport:
     """Generate reference candidates and open a verification item for each new one."""
     if verification_round is not None:
         instances = instances_for_verification_round(verification_round, instances)
-    report = generate_references(
-        instances=instances, model=model, budget_usd=budget_usd, run=run, progress=progress,
-        on_requests=on_requests, client=client,
-    )
+    report = generate_references(instances=instances, llm=llm)
     candidates = ReferenceCandidate.objects.filter(pk__in=report.candidate_ids).select_related("instance__family")
     routing = open_verification_items(candidates=candidates, round=verification_round)
     return PipelineReport(references=report, routing=routing)
@@ -307,7 +297,7 @@ def recaption_discarded(
     reasons: Iterable[str] = (Instance.DiscardReason.CAPTION,),
     instance_ids: Iterable[int] | None = None,
     name: str | None = None,
-    workers_per_item: int = 1,
+    workers_per_item: int = round_default("workers_per_item"),
     reward_per_task: Decimal | None = None,
     follow_up_round: CollectionRound | None = None,
     created_by=None,
@@ -354,13 +344,8 @@ def regenerate_discarded(
     *,
     reasons: Iterable[str] = ("response",),
     instance_ids: Iterable[int] | None = None,
-    model: str | None = None,
-    budget_usd: Decimal | float | str | None = None,
-    run: LLMRun | None = None,
     verification_round: CollectionRound | None = None,
-    progress: Callable[[LLMResult], object] | None = None,
-    on_requests: Callable[[int], object] | None = None,
-    client: LLMClient | None = None,
+    llm: LLMRunParams = LLMRunParams(),
 ) -> PipelineReport:
     """New reference candidates (sampled afresh, not the cached first answer) for instances
     discarded for the given reasons, each with a new verification item.
@@ -369,7 +354,7 @@ def regenerate_discarded(
     and ``generate_references`` picks it up later. Raises ``LLMNotConfigured`` (nothing changed)
     without a server.
     """
-    configured_model(model, client)
+    configured_model(llm.model, llm.client)
     reasons = list(reasons)
     with transaction.atomic():
         instances = discarded_instances(reasons=reasons, instance_ids=instance_ids)
@@ -377,9 +362,6 @@ def regenerate_discarded(
             instances = instances_for_verification_round(verification_round, instances)
         for instance in instances:
             instance_status.regenerate(instance)
-    report = generate_and_route_references(
-        instances=instances, model=model, budget_usd=budget_usd, run=run, verification_round=verification_round,
-        progress=progress, on_requests=on_requests, client=client,
-    )
+    report = generate_and_route_references(instances=instances, verification_round=verification_round, llm=llm)
     report.reset_instances = [instance.pk for instance in instances]
     return report

@@ -25,7 +25,7 @@ from crowdbench.prepared import PreparedQuery
 from . import consent, guardrails
 from .auth import IN_WORKER_GROUP
 from .languages import speaking_to
-from .models import Assignment, CollectionRound, ConsentDecision, Qualification, Worker, WorkItem
+from .models import Assignment, CollectionRound, ConsentDecision, Qualification, Worker, WorkItem, round_default
 from .task_types import get_task_type
 from .task_types.base import TaskType
 
@@ -171,13 +171,13 @@ def create_round(
     name: str,
     task_type: str,
     created_by=None,
-    language: str = "en",
-    workers_per_item: int = 1,
+    language: str = round_default("language"),
+    workers_per_item: int = round_default("workers_per_item"),
     min_workers_per_item: int | None = None,
-    reward_per_task: Decimal = Decimal("0.00"),
-    currency: str = "USD",
-    target_hourly_wage: Decimal = Decimal("18.00"),
-    time_limit_seconds: int = 1800,
+    reward_per_task: Decimal = round_default("reward_per_task"),
+    currency: str = round_default("currency"),
+    target_hourly_wage: Decimal = round_default("target_hourly_wage"),
+    time_limit_seconds: int = round_default("time_limit_seconds"),
     qualification_rules: dict | None = None,
     budget_cap: Decimal | None = None,
     instructions: str = "",

@@ -6,7 +6,9 @@ from decimal import Decimal
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.validators import MaxValueValidator, MinLengthValidator, MinValueValidator
 
+from annotation.models import CollectionRound
 from annotation.rule_labels import describe_rule
 from annotation.watch import DEFAULT_COVERAGE_TARGET
 from datasets_app.models import Language
@@ -107,22 +109,35 @@ class OptionalJSONField(forms.JSONField):
         return "" if value is None else super().prepare_value(value)
 
 
+def round_field(name: str, **overrides) -> forms.Field:
+    """The form field of a ``CollectionRound`` field: its limits (validators), default, choices and
+    lengths come from the model, the one place they are written."""
+    field = CollectionRound._meta.get_field(name)
+    limits = {}
+    for validator in field.validators:  # the tightest bound wins (the database adds looser ones)
+        if isinstance(validator, MinValueValidator):
+            limits["min_value"] = max(limits.get("min_value", validator.limit_value), validator.limit_value)
+        elif isinstance(validator, MaxValueValidator):
+            limits["max_value"] = min(limits.get("max_value", validator.limit_value), validator.limit_value)
+        elif isinstance(validator, MinLengthValidator):
+            limits["min_length"] = validator.limit_value
+    return field.formfield(**{**limits, **overrides})
+
+
 class RoundSettingsForm(forms.Form):
     """The settings of a new round (the ``annotation.services.create_round`` arguments) and what its
     cost estimate assumes (provider, expected seconds per task)."""
 
-    name = forms.CharField(max_length=200)
-    language = forms.ChoiceField(choices=Language.choices, initial=Language.ENGLISH)
-    workers_per_item = forms.IntegerField(min_value=1, max_value=100, initial=1)
-    reward_per_task = forms.DecimalField(min_value=0, max_digits=8, decimal_places=2, initial=Decimal("0.50"))
-    currency = forms.CharField(max_length=3, min_length=3, initial="USD")
-    target_hourly_wage = forms.DecimalField(min_value=0, max_digits=8, decimal_places=2, initial=Decimal("18.00"))
-    time_limit_seconds = forms.IntegerField(min_value=30, max_value=7 * 24 * 3600, initial=1800,
-                                            help_text="An assignment expires after this.")
-    budget_cap = forms.DecimalField(required=False, min_value=0, max_digits=10, decimal_places=2,
-                                    help_text="Empty means no cap.")
-    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000,
-                                   help_text="Extra guidance shown to workers above the task's instructions.")
+    name = round_field("name")
+    language = round_field("language")
+    workers_per_item = round_field("workers_per_item")
+    reward_per_task = round_field("reward_per_task")
+    currency = round_field("currency")
+    target_hourly_wage = round_field("target_hourly_wage")
+    time_limit_seconds = round_field("time_limit_seconds")
+    budget_cap = round_field("budget_cap", help_text="Empty means no cap.")
+    instructions = round_field("instructions", widget=forms.Textarea(attrs={"rows": 2}),
+                               help_text="Extra guidance shown to workers above the task's instructions.")
     min_approved_tasks = forms.IntegerField(required=False, min_value=0, label="Minimum approved tasks")
     max_tasks_per_worker = forms.IntegerField(required=False, min_value=0, label="Most tasks per worker")
     tasks_per_participant = forms.IntegerField(
@@ -165,10 +180,9 @@ class RoundSettingsForm(forms.Form):
 
 
 class ExtendRoundForm(forms.Form):
-    time_limit_seconds = forms.IntegerField(required=False, min_value=30, max_value=7 * 24 * 3600,
-                                            label="New time limit (seconds)")
-    budget_cap = forms.DecimalField(required=False, min_value=0, max_digits=10, decimal_places=2,
-                                    label="New budget cap")
+    time_limit_seconds = round_field("time_limit_seconds", required=False, initial=None,
+                                     label="New time limit (seconds)", help_text="")
+    budget_cap = round_field("budget_cap", label="New budget cap", help_text="")
 
     def clean(self):
         data = super().clean()

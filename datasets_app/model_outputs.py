@@ -11,17 +11,17 @@ be left out: the images of an instance uploaded to the platform have no public U
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
-from llm.client import LLMClient, LLMResult, chat_request, configured_model
-from llm.models import LLMRun
+from llm.client import LLMClient, chat_request, configured_model
+from llm.params import LLMRunParams
 from llm.steps import LLMStep, StepReport
 
 from .models import Instance, ModelOutput, Source
@@ -299,36 +299,34 @@ class OutputGenerationReport(StepReport):
 
 def generate_outputs(
     *,
-    model: str,
+    llm: LLMRunParams,
     base_url: str | None = None,
     api_key: str | None = None,
     instances: Iterable[Instance] | None = None,
     output_name: str | None = None,
-    budget_usd: Decimal | float | str | None = None,
-    run: LLMRun | None = None,
-    progress: Callable[[LLMResult], object] | None = None,
-    on_requests: Callable[[int], object] | None = None,
-    client: LLMClient | None = None,
 ) -> OutputGenerationReport:
-    """Ask a candidate model for its response to each instance (image(s) + instruction) and store
-    it as a ``ModelOutput`` named ``output_name`` (default: ``model``).
+    """Ask a candidate model (``llm.model``, required) for its response to each instance (image(s) +
+    instruction) and store it as a ``ModelOutput`` named ``output_name`` (default: the model).
 
     ``instances`` defaults to the verified ones; instances that already have an output under that
     name are skipped. With ``base_url`` the request goes to that server with ``api_key`` (no key
     by default: the configured key belongs to the configured server and is never sent elsewhere).
-    The requests are charged to ``run`` when given (its cap applies), otherwise to a new run capped
-    at ``budget_usd``. Raises ``LLMNotConfigured`` (nothing written) without a server.
+    The requests are charged to ``llm.run`` when given (its cap applies), otherwise to a new run
+    capped at ``llm.budget_usd``. Raises ``LLMNotConfigured`` (nothing written) without a server.
     """
-    if client is None and base_url:
-        client = LLMClient(base_url=base_url, api_key=api_key or "")
-    configured_model(model, client)
+    model = llm.model
+    if not model:
+        raise ValueError("model outputs need the candidate model's name")
+    if llm.client is None and base_url:
+        llm = dataclasses.replace(llm, client=LLMClient(base_url=base_url, api_key=api_key or ""))
+    configured_model(model, llm.client)
     name = output_name or model
     if instances is None:
         instances = Instance.objects.filter(status=Instance.Status.VERIFIED)
     instances = list(instances)
     report = OutputGenerationReport(model=name, requested=len(instances))
     step = LLMStep(report=report, purpose=PURPOSE, failure=lambda instance, reason: OutputFailure(instance.pk, reason),
-                   client=client, progress=progress, on_requests=on_requests, run=run)
+                   llm=llm)
     have = set(ModelOutput.objects.filter(model_name=name, instance__in=instances)
                .values_list("instance_id", flat=True))
     todo = [instance for instance in instances if instance.pk not in have]
@@ -343,7 +341,7 @@ def generate_outputs(
             jobs.append(job)
     if not jobs:
         return report
-    step.start(name=f"Model outputs ({name}, {len(jobs)} instances)", budget_usd=budget_usd)
+    step.start(name=f"Model outputs ({name}, {len(jobs)} instances)")
     for answer in step.ask(jobs):
         with transaction.atomic():
             _store_output(instance=answer.job.subject, model_name=name, text=answer.text, source=Source.LLM)

@@ -11,15 +11,15 @@ the batch before it is exceeded.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 from django.db import transaction
 
-from llm.client import LLMClient, LLMResult, chat_request, configured_model
-from llm.models import LLMRun, PromptTemplate
+from llm.client import chat_request, configured_model
+from llm.models import PromptTemplate
 from llm.services import ensure_default_templates, render_template
+from llm.params import LLMRunParams
 from llm.steps import Answer, LLMStep, StepReport
 
 from . import instance_status
@@ -112,28 +112,22 @@ def instances_awaiting_reference(*, instance_ids: Iterable[int] | None = None) -
 def generate_references(
     *,
     instances: Iterable[Instance] | None = None,
-    model: str | None = None,
-    budget_usd: Decimal | float | str | None = None,
-    run: LLMRun | None = None,
-    progress: Callable[[LLMResult], object] | None = None,
-    on_requests: Callable[[int], object] | None = None,
-    client: LLMClient | None = None,
+    llm: LLMRunParams = LLMRunParams(),
 ) -> ReferenceReport:
     """Ask the LLM for a reference candidate for each instance awaiting one, and store the answers.
 
     ``instances`` defaults to every instance in ``awaiting_reference``; others are skipped with the
     reason. An answered instance gets a ``ReferenceCandidate`` and moves to
     ``awaiting_verification``; a failed one stays where it is and is listed in the report.
-    ``on_requests(n)`` is told how many requests are about to be sent, ``progress(result)`` is
-    called per finished request. The requests are charged to ``run`` when given (its cap applies),
-    otherwise to a new run capped at ``budget_usd``. Raises ``LLMNotConfigured`` (nothing written)
-    without a server.
+    The requests go as ``llm`` says (model, server, run or budget, progress callbacks). Raises
+    ``LLMNotConfigured`` (nothing written) without a server.
     """
-    model_name = configured_model(model, client)
+    model = llm.model
+    model_name = configured_model(model, llm.client)
     instances = instances_awaiting_reference() if instances is None else list(instances)
     report = ReferenceReport(requested=len(instances))
     step = LLMStep(report=report, purpose=PURPOSE, failure=lambda instance, reason: ReferenceFailure(instance.pk, reason),
-                   client=client, progress=progress, on_requests=on_requests, run=run)
+                   llm=llm)
     ready: list[tuple[Instance, list[str]]] = []
     for instance in instances:
         if instance.status != Instance.Status.AWAITING_REFERENCE:
@@ -148,7 +142,7 @@ def generate_references(
         return report
 
     ensure_reference_templates()
-    step.start(name=f"VisIT-Bench references ({model_name}, {len(ready)} instances)", budget_usd=budget_usd)
+    step.start(name=f"VisIT-Bench references ({model_name}, {len(ready)} instances)")
     jobs = []
     for instance, captions in ready:
         multi = instance.family.is_multi_image or len(captions) > 1

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 from django.db import transaction
 
-from llm.client import LLMClient, LLMResult, chat_request, configured_model
+from llm.client import chat_request, configured_model
 from llm.images import data_url
-from llm.models import LLMRun
 from llm.services import ensure_template, render_template
+from llm.params import LLMRunParams
 from llm.steps import Answer, LLMStep, StepReport
 
 from .image_urls import encode_url
@@ -190,28 +189,24 @@ def generate_review_sets(
     *,
     images: Iterable[Image],
     languages: Sequence[str] = ("en", "ja"),
-    model: str | None = None,
-    budget_usd: Decimal | float | str | None = None,
-    run: LLMRun | None = None,
     seed: int | None = None,
-    client: LLMClient | None = None,
-    on_requests: Callable[[int], object] | None = None,
-    progress: Callable[[LLMResult], object] | None = None,
+    llm: LLMRunParams = LLMRunParams(),
 ) -> GenerationReport:
     """Ask the model for five reviews per (image, language) not generated yet, and store them.
 
     Answers are cached by the LLM layer, so re-running after a failure gets the same answer back;
     a ``seed`` (sent to the server) makes new requests and so new answers.
-    ``on_requests(n)`` is told how many requests a batch is about to send (first pass, then the
-    retries) and ``progress(result)`` is called per finished request, for a progress bar.
-    Each set is stored in its image's project. The requests are charged to ``run`` when given (its
-    cap applies), otherwise to a new run capped at ``budget_usd``.
+    ``llm.on_requests(n)`` is told how many requests a batch is about to send (first pass, then the
+    retries) and ``llm.progress(result)`` is called per finished request, for a progress bar.
+    Each set is stored in its image's project. The requests are charged to ``llm.run`` when given
+    (its cap applies), otherwise to a new run capped at ``llm.budget_usd``.
     Raises ``LLMNotConfigured`` (nothing written) when no LLM server or model is set.
     """
     unknown = [language for language in languages if language not in TEMPLATE_NAMES]
     if unknown:
         raise ValueError(f"no review prompt for language(s): {', '.join(unknown)}")
-    model_name = configured_model(model, client)
+    model = llm.model
+    model_name = configured_model(model, llm.client)
     images = list(images)
     report = GenerationReport(requested=len(images) * len(languages))
     already = set(
@@ -225,9 +220,9 @@ def generate_review_sets(
         return report
 
     ensure_review_templates()
-    step = LLMStep(report=report, purpose=PURPOSE, client=client, progress=progress, on_requests=on_requests,
-                   run=run, failure=lambda pair, reason: GenerationFailure(pair[0].pk, pair[1], reason))
-    step.start(name=f"IRR review generation ({model_name}, {len(todo)} image/language pairs)", budget_usd=budget_usd)
+    step = LLMStep(report=report, purpose=PURPOSE, llm=llm,
+                   failure=lambda pair, reason: GenerationFailure(pair[0].pk, pair[1], reason))
+    step.start(name=f"IRR review generation ({model_name}, {len(todo)} image/language pairs)")
     sampling = {"temperature": 0} if seed is None else {"temperature": 0, "seed": seed}
     jobs = []
     for image, language in todo:

@@ -2,6 +2,7 @@
 message, running a step and writing its report."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from tqdm import tqdm
 from crowdbench.errors import ServiceError
 
 from .config import LLMNotConfigured
+from .params import LLMRunParams
 from .steps import StepReport
 
 R = TypeVar("R")
@@ -68,12 +70,12 @@ def request_bar(*, verbosity: int, unit: str = "request"):
             bar.close()
 
 
-def run_step(step: Callable[..., R], *, verbosity: int, **arguments) -> R:
-    """Call an LLM step's service with a progress bar; without an LLM server, a CommandError
-    saying what to set (the service has written nothing)."""
+def run_step(step: Callable[..., R], *, verbosity: int, llm: LLMRunParams, **arguments) -> R:
+    """Call an LLM step's service with ``llm`` (the command's model and budget) and a progress bar;
+    without an LLM server, a CommandError saying what to set (the service has written nothing)."""
     try:
         with request_bar(verbosity=verbosity) as (on_requests, progress):
-            return step(on_requests=on_requests, progress=progress, **arguments)
+            return step(llm=dataclasses.replace(llm, on_requests=on_requests, progress=progress), **arguments)
     except LLMNotConfigured as error:
         raise not_configured(error) from None
     except ServiceError as error:  # a refusal, which has changed nothing

@@ -94,12 +94,6 @@ class LLMRun(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def remaining_usd(self) -> Decimal | None:
-        if self.budget_usd is None:
-            return None
-        return self.budget_usd - self.spent_usd
-
 
 class LLMCall(models.Model):
     """One request as sent, and what came back. A successful row doubles as the response cache."""

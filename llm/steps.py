@@ -7,23 +7,25 @@ same way for all of them: one ``LLMRun`` per call of the step (with the budget c
 through the LLM layer (cache, concurrency, retries, cost), failures with their reasons, and a
 report with what was asked, answered from the cache, spent and how the run ended.
 
-    step = LLMStep(report=report, purpose=PURPOSE, failure=Failure, client=client, ...)
+    step = LLMStep(report=report, purpose=PURPOSE, failure=Failure, llm=llm)  # llm: LLMRunParams
     jobs = [job for subject in todo if (job := step.job(subject, lambda: chat_request(...)))]
-    step.start(name="…", budget_usd=budget_usd)
+    step.start(name="…")
     for answer in step.ask(jobs):
         store(answer)
     step.finish()
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 from .calls import LLMRequest, LLMResult, RenderedPrompt
-from .client import BatchResults, LLMClient, run_batch
+from .client import BatchResults, run_batch
 from .models import LLMRun
+from .params import LLMRunParams
 from .services import create_run
 from .structured import ask_for_parsed_answers
 
@@ -60,11 +62,6 @@ class StepReport:
         return (f"{self.sent} requests sent, {self.cache_hits} answered from the cache "
                 f"(spent ${format_usd(self.spent_usd)})")
 
-    def as_dict(self) -> dict:
-        data = asdict(self)
-        data["spent_usd"] = str(self.spent_usd)
-        return data
-
 
 @dataclass
 class Job(Generic[S]):
@@ -88,8 +85,9 @@ class Answer(Generic[S]):
 
 class LLMStep(Generic[S]):
     """Runs a step's requests and keeps its report. ``failure(subject, reason)`` makes the
-    step's failure record (it names the subject the way the step's users know it). With ``run``,
-    the requests are charged to that run (and kept to its cap) instead of one ``start`` opens."""
+    step's failure record (it names the subject the way the step's users know it). With ``llm.run``,
+    the requests are charged to that run (and kept to its cap) instead of one ``start`` opens with
+    ``llm.budget_usd``."""
 
     def __init__(
         self,
@@ -97,21 +95,15 @@ class LLMStep(Generic[S]):
         report: StepReport,
         purpose: str,
         failure: Callable[[S, str], object],
-        client: LLMClient | None = None,
-        progress: Callable[[LLMResult], object] | None = None,
-        on_requests: Callable[[int], object] | None = None,
-        run: LLMRun | None = None,
+        llm: LLMRunParams = LLMRunParams(),
     ) -> None:
         self.report = report
         self.purpose = purpose
         self.failure = failure
-        self.client = client
-        self.progress = progress
-        self.on_requests = on_requests
-        self.run = run
-        self._given_run = run is not None
-        if run is not None:  # what the run spent before counts, also when nothing is left to send
-            report.run_id, report.spent_usd = run.pk, run.spent_usd
+        self.llm = llm
+        self.run = llm.run
+        if llm.run is not None:  # what the run spent before counts, also when nothing is left to send
+            report.run_id, report.spent_usd = llm.run.pk, llm.run.spent_usd
         self._budget_reached = False  # by any batch: a later batch that fits must not hide it
 
     def skip(self, subject: S, reason: str) -> None:
@@ -128,13 +120,13 @@ class LLMStep(Generic[S]):
             self.fail(subject, f"cannot send the image: {exc}")
             return None
 
-    def start(self, *, name: str, budget_usd: Decimal | float | str | None) -> LLMRun:
+    def start(self, *, name: str) -> LLMRun:
         """The run every request of this call is charged to (and capped by): the one given, or a new
-        one with ``budget_usd``."""
-        if self._given_run and budget_usd is not None:
+        one capped at ``llm.budget_usd``."""
+        if self.llm.run is not None and self.llm.budget_usd is not None:
             raise ValueError("give the step a run to charge or a budget, not both: the run's cap applies")
         if self.run is None:
-            self.run = create_run(name=name, budget_usd=budget_usd, purpose=self.purpose)
+            self.run = create_run(name=name, budget_usd=self.llm.budget_usd, purpose=self.purpose)
         self.report.run_id = self.run.pk
         return self.run
 
@@ -142,9 +134,10 @@ class LLMStep(Generic[S]):
         """Every job's raw result, in order (for steps that look at failures themselves)."""
         if not jobs:
             return []
-        if self.on_requests is not None:
-            self.on_requests(len(jobs))
-        results = run_batch([job.request for job in jobs], run=self.run, progress=self.progress, client=self.client)
+        if self.llm.on_requests is not None:
+            self.llm.on_requests(len(jobs))
+        results = run_batch([job.request for job in jobs], run=self.run, progress=self.llm.progress,
+                            client=self.llm.client)
         self._count(results)
         return list(results)
 
@@ -182,8 +175,7 @@ class LLMStep(Generic[S]):
             [job.request for job in jobs],
             parse=lambda index, text: parse(jobs[index], text),
             correction=lambda index, problem: correction(jobs[index], problem),
-            reject_reason=reject_reason, run=self.run, client=self.client, progress=self.progress,
-            on_requests=self.on_requests, on_batch=self._count,
+            reject_reason=reject_reason, llm=dataclasses.replace(self.llm, run=self.run), on_batch=self._count,
         )
         self.report.retried += retried
         answers = []

@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from .calls import LLMRequest, LLMResult
-from .client import BatchResults, LLMClient, run_batch
-from .models import LLMRun
+from .calls import LLMRequest
+from .client import BatchResults, run_batch
+from .params import LLMRunParams
 from .services import reject_answers
 
 T = TypeVar("T")
@@ -30,10 +30,7 @@ def ask_for_parsed_answers(
     parse: Callable[[int, str], T],
     correction: Callable[[int, str], str],
     reject_reason: str,
-    run: LLMRun | None = None,
-    client: LLMClient | None = None,
-    progress: Callable[[LLMResult], object] | None = None,
-    on_requests: Callable[[int], object] | None = None,
+    llm: LLMRunParams = LLMRunParams(),
     on_batch: Callable[[BatchResults], object] | None = None,
 ) -> tuple[list[ParsedAnswer[T]], int]:
     """Ask every chat request; returns the answers in order and how many were followed up.
@@ -42,13 +39,13 @@ def ask_for_parsed_answers(
     ``correction(index, problem)`` writes the user turn that asks again. The follow-up is the same
     conversation plus the answer and the correction: a new request body, so never a cache hit.
     A failed request is not followed up: the LLM layer already retried it, and a re-run asks again.
-    ``on_requests(n)`` is told how many requests a batch is about to send, for a progress bar;
+    The requests are charged to ``llm.run`` (``llm.budget_usd`` is not used: the caller opens the run);
+    ``llm.on_requests(n)`` is told how many requests a batch is about to send, for a progress bar;
     ``on_batch(results)`` gets each batch's results (their ``stats`` count what was sent).
     """
     requests = list(requests)
     answers: list[ParsedAnswer[T]] = [ParsedAnswer() for _ in requests]
-    _ask(list(range(len(requests))), requests, answers, parse=parse, run=run, client=client,
-         progress=progress, on_requests=on_requests, on_batch=on_batch)
+    _ask(list(range(len(requests))), requests, answers, parse=parse, llm=llm, on_batch=on_batch)
     retry = [index for index, answer in enumerate(answers) if answer.value is None and answer.text]
     for index in retry:
         answer = answers[index]
@@ -57,20 +54,19 @@ def ask_for_parsed_answers(
             {"role": "assistant", "content": answer.text},
             {"role": "user", "content": correction(index, answer.problem)},
         ))
-    _ask(retry, requests, answers, parse=parse, run=run, client=client, progress=progress,
-         on_requests=on_requests, on_batch=on_batch)
+    _ask(retry, requests, answers, parse=parse, llm=llm, on_batch=on_batch)
     # Unusable answers leave the response cache, so a re-run asks the model again.
     reject_answers(call_ids=[i for answer in answers if answer.value is None for i in answer.call_ids],
                    reason=reject_reason)
     return answers, len(retry)
 
 
-def _ask(indexes, requests, answers, *, parse, run, client, progress, on_requests, on_batch) -> None:
+def _ask(indexes, requests, answers, *, parse, llm: LLMRunParams, on_batch) -> None:
     if not indexes:
         return
-    if on_requests is not None:
-        on_requests(len(indexes))
-    results = run_batch([requests[index] for index in indexes], run=run, progress=progress, client=client)
+    if llm.on_requests is not None:
+        llm.on_requests(len(indexes))
+    results = run_batch([requests[index] for index in indexes], run=llm.run, progress=llm.progress, client=llm.client)
     if on_batch is not None:
         on_batch(results)
     for index, result in zip(indexes, results):

@@ -14,7 +14,9 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
 from crowdbench.errors import ServiceError
+from llm.client import configured_model
 from llm.config import LLMNotConfigured, configured_models, unpriced
+from llm.params import LLMRunParams
 
 from . import lifecycle
 from .errors import RunRefused
@@ -55,10 +57,34 @@ def start_run(*, project, user, kind: str, model: str, budget_usd, parameters: d
         raise RunRefused(f"{model} has no price in LLM_PRICES, so a budget cannot be kept; add its price "
                          "(USD per million input and output tokens)")
     cleaned = step_kind.check(project=project, parameters=parameters or {})
-    run = StepRun.objects.create(project=project, kind=step_kind.name, model=model, budget_usd=budget,
-                                 parameters=cleaned, created_by=user)
+    return queue_run(project=project, kind=step_kind.name, model=model, budget_usd=budget, parameters=cleaned,
+                     user=user)
+
+
+def queue_run(*, project, kind: str, model: str, budget_usd: Decimal | None, parameters: dict, user=None) -> StepRun:
+    """Store a queued run whose request is already checked, and hand it to the worker after the commit."""
+    run = StepRun.objects.create(project=project, kind=kind, model=model, budget_usd=budget_usd,
+                                 parameters=parameters, created_by=user)
     transaction.on_commit(lambda: enqueue(run.pk))
     return run
+
+
+def generate_wanted_reference(sender, *, instance_id: int, verification_round_id: int | None, **kwargs) -> None:
+    """The reference an instance awaits after its caption (``annotation.pipeline.reference_wanted``),
+    as a run of its project: with the configured model and no budget cap, as the command runs."""
+    from datasets_app.models import Instance
+
+    from .kinds.references import GenerateReferences
+
+    try:
+        model = configured_model()
+    except LLMNotConfigured as error:
+        # Nobody to tell but the log: the instance waits for a run from the board or the command.
+        logger.error("reference generation for instance %s not started: %s", instance_id, error)
+        return
+    project = Instance.objects.select_related("family__project").get(pk=instance_id).family.project
+    queue_run(project=project, kind=GenerateReferences.name, model=model, budget_usd=None,
+              parameters={"instance_ids": [instance_id], "verification_round_id": verification_round_id})
 
 
 def enqueue(run_id: int) -> None:
@@ -96,8 +122,8 @@ def execute_run(run_id: int) -> StepRun:
         try:
             # Every attempt charges the run's own LLMRun: its cap is the run's budget, and what earlier
             # attempts spent is already in it.
-            outcome = step_kind.execute(project=run.project, model=run.model, llm_run=run.llm_run,
-                                        parameters=run.parameters, progress=progress, on_requests=on_requests)
+            llm = LLMRunParams(model=run.model, run=run.llm_run, progress=progress, on_requests=on_requests)
+            outcome = step_kind.execute(project=run.project, llm=llm, parameters=run.parameters)
         except LLMNotConfigured as error:
             return lifecycle.fail(run, f"The LLM is not configured: {error}")
         except ServiceError as error:

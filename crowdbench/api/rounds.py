@@ -56,22 +56,31 @@ class RoundSerializer(serializers.ModelSerializer):
         return ProgressSerializer(round_progress(round=round)).data
 
 
-class RoundCreateSerializer(serializers.Serializer):
-    """The fields of ``annotation.services.create_round``; the service checks them all."""
+class RoundCreateSerializer(serializers.ModelSerializer):
+    """The fields of ``annotation.services.create_round``; their limits, defaults and choices are the
+    model's (the service checks them all again)."""
 
     project = ProjectSlugField()
-    name = serializers.CharField(max_length=200)
-    task_type = serializers.CharField(max_length=50, help_text="A registered task type, e.g. pairwise or ranking.")
-    language = serializers.CharField(max_length=8, default="en")
-    workers_per_item = serializers.IntegerField(min_value=1, max_value=1000, default=1)
-    reward_per_task = serializers.DecimalField(max_digits=8, decimal_places=2, min_value=0, default="0.00")
-    currency = serializers.CharField(max_length=3, default="USD")
-    target_hourly_wage = serializers.DecimalField(max_digits=8, decimal_places=2, min_value=0, default="18.00")
-    time_limit_seconds = serializers.IntegerField(min_value=1, default=1800)
-    qualification_rules = serializers.DictField(required=False, default=dict)
-    budget_cap = serializers.DecimalField(max_digits=12, decimal_places=2, min_value=0, required=False,
-                                          allow_null=True, default=None)
-    instructions = serializers.CharField(required=False, allow_blank=True, default="", max_length=20000)
+
+    class Meta:
+        model = CollectionRound
+        fields = ["project", "name", "task_type", "language", "workers_per_item", "reward_per_task", "currency",
+                  "target_hourly_wage", "time_limit_seconds", "qualification_rules", "budget_cap", "instructions"]
+        extra_kwargs = {
+            # Checked against the registries by the service, whose refusal names what is registered.
+            "task_type": {"validators": [], "help_text": "A registered task type, e.g. pairwise or ranking."},
+            "qualification_rules": {"validators": []},
+        }
+
+    def build_standard_field(self, field_name, model_field):
+        """The model's default is the field's default, so the schema shows it and the service gets it."""
+        field_class, kwargs = super().build_standard_field(field_name, model_field)
+        if model_field.has_default():
+            kwargs.pop("required", None)
+            kwargs["default"] = model_field.default
+        elif model_field.null:
+            kwargs["default"] = None
+        return field_class, kwargs
 
 
 class ItemTargetSerializer(serializers.Serializer):

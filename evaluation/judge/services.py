@@ -8,9 +8,8 @@ nothing is a tie vote. A battle is stored only once both of its queries were ans
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from itertools import combinations
 
 import pandas as pd
@@ -20,8 +19,8 @@ from crowdbench.errors import ServiceError
 from datasets_app.models import AcceptedReference, Instance, ModelOutput
 from datasets_app.reference_generation import current_instruction_captions
 from evaluation.core.ratings import compute_ratings
-from llm.client import LLMClient, LLMResult, chat_request, configured_model
-from llm.models import LLMRun
+from llm.client import LLMResult, chat_request, configured_model
+from llm.params import LLMRunParams
 from llm.steps import Job, LLMStep, StepReport
 
 from ..models import JudgedBattle
@@ -142,14 +141,9 @@ def judge_pairs(
     with_reference: bool = False,
     against_reference: bool = False,
     instances: Iterable[Instance] | None = None,
-    judge_model: str | None = None,
     extractor_model: str | None = None,
-    budget_usd: Decimal | float | str | None = None,
-    run: LLMRun | None = None,
-    client: LLMClient | None = None,
-    progress: Callable[[LLMResult], object] | None = None,
-    on_requests: Callable[[int], object] | None = None,
     involving: Sequence[str] | None = None,
+    llm: LLMRunParams = LLMRunParams(),
 ) -> JudgeReport:
     """Judge every pair of ``models`` (plus each model against the reference with
     ``against_reference``) on every instance where both sides have an output; with ``involving``,
@@ -157,17 +151,18 @@ def judge_pairs(
 
     ``with_reference`` shows the judge the human-verified reference (the paper's GPT4-ref); then
     only instances with an accepted reference are judged. ``extractor_model`` (default: the judge
-    model) reads verdicts out of answers without the closing phrase. The requests are charged to
-    ``run`` when given (its cap applies), otherwise to a new run capped at ``budget_usd``. Raises
+    model, ``llm.model``) reads verdicts out of answers without the closing phrase. The requests are
+    charged to ``llm.run`` when given (its cap applies), otherwise to a new run capped at
+    ``llm.budget_usd``. Raises
     ``LLMNotConfigured`` or ``JudgeInputError`` before anything is written.
     """
-    judge = configured_model(judge_model, client)
-    extractor = configured_model(extractor_model, client) if extractor_model else judge
+    judge_model = llm.model
+    judge = configured_model(judge_model, llm.client)
+    extractor = configured_model(extractor_model, llm.client) if extractor_model else judge
     models = _check_models(models, against_reference=against_reference)
     report = JudgeReport(judge_model=judge, extractor_model=extractor, with_reference=with_reference)
-    step = LLMStep(report=report, purpose=PURPOSE, client=client, progress=progress, on_requests=on_requests,
-                   run=run, failure=lambda subject, reason: JudgeFailure(subject[0].instance.pk, subject[0].model_a,
-                                                                subject[0].model_b, subject[1], reason))
+    step = LLMStep(report=report, purpose=PURPOSE, llm=llm, failure=lambda subject, reason: JudgeFailure(
+        subject[0].instance.pk, subject[0].model_a, subject[0].model_b, subject[1], reason))
     involving = _check_involving(involving, models)
     pairs = _pairs(models, with_reference=with_reference, against_reference=against_reference,
                    instances=instances, report=report, involving=involving)
@@ -177,8 +172,7 @@ def judge_pairs(
     templates = prompts.ensure_judge_templates()
     user_template = templates[prompts.WITH_REFERENCE if with_reference else prompts.NO_REFERENCE]
     report.prompt_template, report.prompt_version = user_template.name, user_template.version
-    step.start(name=f"VisIT-Bench judge ({judge}, {len(pairs)} pairs{', with reference' if with_reference else ''})",
-               budget_usd=budget_usd)
+    step.start(name=f"VisIT-Bench judge ({judge}, {len(pairs)} pairs{', with reference' if with_reference else ''})")
     jobs: list[Job] = []
     for pair in pairs:
         for query, (first, second) in ((1, (pair.text_a, pair.text_b)), (2, (pair.text_b, pair.text_a))):

@@ -14,11 +14,11 @@ import json
 import random
 import re
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llm.client import LLMClient, LLMResult, chat_request
-from llm.models import LLMRun
+from llm.client import chat_request
+from llm.params import LLMRunParams
 from llm.services import ensure_template, render_template
 from llm.structured import ask_for_parsed_answers
 
@@ -125,28 +125,14 @@ class ChatRankingRanker:
 
     @classmethod
     def from_options(cls, options) -> ChatRankingRanker:
-        return cls(model=options.model, with_image=options.with_image, seed=options.seed, run=options.run,
-                   progress=options.progress, on_requests=options.on_requests)
+        return cls(with_image=options.with_image, seed=options.seed, llm=options.llm_params())
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        with_image: bool = True,
-        seed: int = 0,
-        run: LLMRun | None = None,
-        client: LLMClient | None = None,
-        progress: Callable[[LLMResult], object] | None = None,
-        on_requests: Callable[[int], object] | None = None,
-    ):
-        self.model = model
-        self.model_name = model or (client.config.model if client else "") or ""
+    def __init__(self, *, with_image: bool = True, seed: int = 0, llm: LLMRunParams = LLMRunParams()):
+        self.llm = llm
+        self.model = llm.model
+        self.model_name = llm.model or (llm.client.config.model if llm.client else "") or ""
         self.with_image = with_image
         self.seed = seed
-        self.run = run
-        self.client = client
-        self.progress = progress
-        self.on_requests = on_requests
         self.prompt_version = ""
         self.unscored: list[Unscored] = []
 
@@ -186,7 +172,7 @@ class ChatRankingRanker:
             parse=lambda index, text: parse_permutation(text, questions[index].labels),
             correction=lambda index, problem: self._correction(questions[index], problem),
             reject_reason="unusable ranking answer",
-            run=self.run, client=self.client, progress=self.progress, on_requests=self.on_requests,
+            llm=self.llm,
         )
         for question, answer in zip(questions, answers):
             question.ranking, question.problem = answer.value, answer.problem

@@ -1,18 +1,18 @@
 """Ranker name → class: the one place to add an IRR model ranker.
 
 Each class builds itself from the common options (``from_options``) and says whether it calls an
-LLM server (``uses_llm``: budget, run, progress) or reads a scores file (``needs_scores_file``).
+LLM server (``uses_llm``: ``RankerOptions.llm``, its run and progress) or reads a scores file
+(``needs_scores_file``).
 Classes are registered by dotted path and imported on first use: the local ranker loads torch.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from crowdbench.registry import Registry
-from llm.client import LLMResult
-from llm.models import LLMRun
+from llm.params import LLMRunParams
 
 from .base import ReviewRanker
 
@@ -35,11 +35,13 @@ class RankerOptions:
 
     model: str | None = None
     scores_path: str | Path | None = None
-    run: LLMRun | None = None
     with_image: bool = True
     seed: int = 0
-    progress: Callable[[LLMResult], object] | None = None
-    on_requests: Callable[[int], object] | None = None
+    llm: LLMRunParams = LLMRunParams()  # the run and progress callbacks of the rankers that use an LLM
+
+    def llm_params(self) -> LLMRunParams:
+        """The LLM run's parameters of a ranker that asks a server: ``model`` is the server's model."""
+        return dataclasses.replace(self.llm, model=self.model)
 
 
 def ranker_class(name: str) -> type[ReviewRanker]:

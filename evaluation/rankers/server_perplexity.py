@@ -14,10 +14,10 @@ out; it never stops the others.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from llm.client import LLMClient, LLMResult, completion_request, run_batch
-from llm.models import LLMRun
+from llm.client import completion_request, run_batch
+from llm.params import LLMRunParams
 
 from .base import PERPLEXITY_PREFIX_VERSION, PERPLEXITY_PREFIXES, PerplexityPrefixes, ReviewItem, Unscored, scores_frame
 from .local_perplexity import perplexity_from_log_probs
@@ -63,25 +63,13 @@ class PromptLogprobsRanker(PerplexityPrefixes):
 
     @classmethod
     def from_options(cls, options):
-        return cls(model=options.model, run=options.run, progress=options.progress, on_requests=options.on_requests)
+        return cls(llm=options.llm_params())
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        prefixes: dict[str, str] | None = None,
-        run: LLMRun | None = None,
-        client: LLMClient | None = None,
-        progress: Callable[[LLMResult], object] | None = None,
-        on_requests: Callable[[int], object] | None = None,
-    ):
-        self.model = model
-        self.model_name = model or (client.config.model if client else "") or ""
+    def __init__(self, *, prefixes: dict[str, str] | None = None, llm: LLMRunParams = LLMRunParams()):
+        self.llm = llm
+        self.model = llm.model
+        self.model_name = llm.model or (llm.client.config.model if llm.client else "") or ""
         self.prefixes = prefixes or PERPLEXITY_PREFIXES
-        self.run = run
-        self.client = client
-        self.progress = progress
-        self.on_requests = on_requests
         self.prompt_version = f"{self.prompt_version_label}@{PERPLEXITY_PREFIX_VERSION}"
         self.unscored: list[Unscored] = []
 
@@ -108,9 +96,9 @@ class ServerPerplexityRanker(PromptLogprobsRanker):
 
     def score_items(self, items: Sequence[ReviewItem]):
         requests = self.requests_for(items)  # unknown languages fail here, before anything is sent
-        if self.on_requests is not None:
-            self.on_requests(len(requests))
-        results = run_batch(requests, run=self.run, progress=self.progress, client=self.client)
+        if self.llm.on_requests is not None:
+            self.llm.on_requests(len(requests))
+        results = run_batch(requests, run=self.llm.run, progress=self.llm.progress, client=self.llm.client)
         if not self.model_name and results:
             self.model_name = results[0].model
         rows, self.unscored = [], []

@@ -132,9 +132,10 @@ class VLMPerplexityRanker(PromptLogprobsRanker):
                 self._request([user, {"role": "assistant", "content": text}], open_final_message=True)
                 for _, text in item.reviews
             )
-        if self.on_requests is not None:
-            self.on_requests(len(requests))
-        results = run_batch(requests, run=self.run, progress=self.progress, client=self.client) if requests else []
+        if self.llm.on_requests is not None:
+            self.llm.on_requests(len(requests))
+        results = run_batch(requests, run=self.llm.run, progress=self.llm.progress,
+                            client=self.llm.client) if requests else []
         if not self.model_name and results:
             self.model_name = results[0].model
         rows = []

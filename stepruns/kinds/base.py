@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 
-from llm.models import LLMRun
+from llm.params import LLMRunParams
 from llm.steps import StepReport
 
 from ..errors import RunRefused
@@ -80,7 +80,7 @@ class StepKind:
         """How many subjects this step would work on now."""
         raise NotImplementedError
 
-    def execute(self, *, project, model: str, llm_run: LLMRun, parameters: dict,
-                progress: Callable, on_requests: Callable) -> StepOutcome:
-        """Run the step, charging every request to ``llm_run`` (and keeping to its budget cap)."""
+    def execute(self, *, project, llm: LLMRunParams, parameters: dict) -> StepOutcome:
+        """Run the step as ``llm`` says: the run's model, every request charged to the run's
+        ``LLMRun`` (and kept to its budget cap), progress counted on the run."""
         raise NotImplementedError

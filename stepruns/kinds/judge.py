@@ -75,12 +75,11 @@ class JudgeOutputs(StepKind):
         models = (parameters or {}).get("models") or project_models(project)
         return ModelOutput.objects.filter(instance__family__project=project, model_name__in=models).count()
 
-    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
+    def execute(self, *, project, llm, parameters):
         reference = parameters.get("reference", AGAINST)
         report = judge_pairs(
             models=parameters["models"], with_reference=reference == BACKED, against_reference=reference != NONE,
-            instances=project_instances(project), judge_model=model, run=llm_run,
-            progress=progress, on_requests=on_requests, involving=parameters.get("involving") or None,
+            instances=project_instances(project), involving=parameters.get("involving") or None, llm=llm,
         )
         return outcome_of(
             report, result={"battle_ids": [battle.battle_id for battle in report.battles]},

@@ -30,8 +30,7 @@ class GenerateOutputs(StepKind):
     def pending(self, *, project, parameters=None) -> int:
         return project_instances(project).filter(status=Instance.Status.VERIFIED).count()
 
-    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
+    def execute(self, *, project, llm, parameters):
         instances = project_instances(project).filter(status=Instance.Status.VERIFIED).order_by("pk")
-        report = generate_outputs(model=model, instances=instances, output_name=parameters.get("output_name"),
-                                  run=llm_run, progress=progress, on_requests=on_requests)
+        report = generate_outputs(llm=llm, instances=instances, output_name=parameters.get("output_name"))
         return outcome_of(report, subject=instance_subject, result={"model": report.model})

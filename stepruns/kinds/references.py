@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from annotation.models import CollectionRound
 from annotation.pipeline import generate_and_route_references, regenerate_discarded
 from datasets_app.models import Instance
 
@@ -37,11 +38,14 @@ class GenerateReferences(StepKind):
     def pending(self, *, project, parameters=None) -> int:
         return len(self._ids(project))
 
-    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
-        instances = list(project_instances(project).filter(pk__in=self._ids(project)).select_related("family")
-                         .order_by("pk"))
-        report = generate_and_route_references(instances=instances, model=model, run=llm_run,
-                                               progress=progress, on_requests=on_requests)
+    def execute(self, *, project, llm, parameters):
+        # The board asks for every instance awaiting a reference; a caption's completion names its
+        # instance and the verification round its item goes to (``stepruns.services.generate_wanted_reference``).
+        ids = parameters.get("instance_ids") or self._ids(project)
+        instances = list(project_instances(project).filter(pk__in=ids).select_related("family").order_by("pk"))
+        round_id = parameters.get("verification_round_id")
+        verification_round = CollectionRound.objects.filter(pk=round_id).first() if round_id else None
+        report = generate_and_route_references(instances=instances, verification_round=verification_round, llm=llm)
         return _pipeline_outcome(report)
 
 
@@ -69,8 +73,7 @@ class RegenerateReferences(StepKind):
     def pending(self, *, project, parameters=None) -> int:
         return len(self._ids(project, parameters))
 
-    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
+    def execute(self, *, project, llm, parameters):
         report = regenerate_discarded(reasons=parameters["reasons"], instance_ids=self._ids(project, parameters),
-                                      model=model, run=llm_run, progress=progress,
-                                      on_requests=on_requests)
+                                      llm=llm)
         return _pipeline_outcome(report)

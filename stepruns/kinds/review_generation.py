@@ -30,8 +30,7 @@ class GenerateReviews(StepKind):
         generated = ReviewSet.objects.filter(project=project, source=Source.LLM, language__in=languages).count()
         return max(0, self._images(project).count() * len(languages) - generated)
 
-    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
-        report = generate_review_sets(images=self._images(project), languages=parameters["languages"], model=model,
-                                      run=llm_run, progress=progress, on_requests=on_requests)
+    def execute(self, *, project, llm, parameters):
+        report = generate_review_sets(images=self._images(project), languages=parameters["languages"], llm=llm)
         return outcome_of(report, subject=lambda failure: f"image {failure.image_id} ({failure.language})",
                           result={"review_set_ids": report.review_set_ids})

@@ -40,15 +40,15 @@ class RankReviews(StepKind):
     def pending(self, *, project, parameters=None) -> int:
         return len(self._items(project, parameters))
 
-    def execute(self, *, project, model, llm_run, parameters, progress, on_requests):
+    def execute(self, *, project, llm, parameters):
         name = parameters["ranker"]
         items = self._items(project, parameters)
-        ranker = make_ranker(name, model=model, run=llm_run, progress=progress, on_requests=on_requests)
+        ranker = make_ranker(name, model=llm.model, llm=llm)
         outcome = rank_and_store(ranker=ranker, ranker_kind=name, items=items)
-        llm_run.refresh_from_db(fields=["status"])
+        llm.run.refresh_from_db(fields=["status"])
         scored = outcome.scores["item_id"].nunique()
         return StepOutcome(
             summary=f"{name}: {scored} of {len(items)} review sets scored ({outcome.stored} review scores stored)",
             failures=[f"review set {missing.item_id}: {missing.reason}" for missing in outcome.unscored],
-            budget_reached=llm_run.status == LLMRun.Status.BUDGET_EXCEEDED,
+            budget_reached=llm.run.status == LLMRun.Status.BUDGET_EXCEEDED,
         )

@@ -9,6 +9,7 @@ from evaluation.rankers.base import PERPLEXITY_PREFIXES, SCORE_COLUMNS, ReviewIt
 from evaluation.rankers.server_perplexity import PromptLogprobsError, ServerPerplexityRanker, review_log_probs
 from fakes.openai_server import fake_logprob
 from llm.client import LLMClient
+from llm.params import LLMRunParams
 
 from .conftest import MODEL
 
@@ -60,7 +61,7 @@ def test_zero_max_tokens_gives_the_same_numbers(llm_settings, fake_server):
 def test_a_failed_call_leaves_its_item_unscored(fake_server):
     client = LLMClient(base_url=fake_server.base_url, api_key="irr-key", model=MODEL, max_retries=0, max_concurrency=1)
     fake_server.fail_next(1, status=400, message="prompt too long")
-    ranker = ServerPerplexityRanker(client=client)
+    ranker = ServerPerplexityRanker(llm=LLMRunParams(client=client))
     frame = ranker.score_items(ITEMS)
     assert set(frame["item_id"]) == {"ja-1"} and len(frame) == 2
     assert [u.item_id for u in ranker.unscored] == ["en-1"]

@@ -15,6 +15,7 @@ from evaluation.rankers.server_perplexity import PromptLogprobsError
 from evaluation.rankers.vlm_perplexity import PromptToken, VLMPerplexityRanker, prompt_tokens, review_tokens
 from fakes.openai_server import fake_prompt_logprob, images_key
 from llm.client import LLMClient, image_url
+from llm.params import LLMRunParams
 from projects.services import unassigned_project
 
 from .conftest import MODEL, png_bytes
@@ -117,7 +118,7 @@ def test_items_that_cannot_be_scored_are_reported_and_the_others_kept(fake_serve
         ReviewItem("gone", "en", REVIEWS, image_url=str(tmp_path / "missing.png")),
         ReviewItem("fine", "en", REVIEWS, image_url=images["orange"]),
     ]
-    ranker = VLMPerplexityRanker(client=client)
+    ranker = VLMPerplexityRanker(llm=LLMRunParams(client=client))
     frame = ranker.score_items(items)
     assert set(frame["item_id"]) == {"fine"} and len(frame) == 3
     reasons = {missing.item_id: missing.reason for missing in ranker.unscored}

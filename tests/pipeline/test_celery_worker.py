@@ -1,22 +1,20 @@
-"""The pipeline's Celery tasks run in a real worker consuming from the local Redis broker."""
+"""The pipeline's background LLM work (step runs) runs in a real worker consuming from the local Redis broker."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
-from celery.result import AsyncResult, EagerResult
 
-from annotation.models import CollectionRound
-from annotation.tasks import generate_references_task
 from crowdbench.celery import app
-from datasets_app.models import Instance, ModelOutput, ReferenceCandidate
-from datasets_app.tasks import generate_outputs_task
+from datasets_app.models import Instance, ReferenceCandidate
+from stepruns.models import StepRun
 from tests.annotation.factories import make_instance
-from tests.annotation.factories import make_round
 
 from .builders import caption_instance
+from .test_follow_up_rounds import chained_caption_round
 
 # A database of its own on the local Redis, emptied around the test.
 BROKER_URL = os.environ.get("PIPELINE_TEST_BROKER_URL", "redis://127.0.0.1:6379/13")
@@ -51,31 +49,27 @@ def _forget_connections() -> None:
 
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
-def test_reference_generation_and_model_outputs_run_in_a_worker_through_redis(redis_broker, llm_settings, fake_server):
+def test_the_reference_a_caption_leaves_awaited_is_a_step_run_done_by_a_worker(redis_broker, llm_settings, fake_server):
     instance = make_instance(captions=False)
-    caption_round = make_round(task_type="caption", targets=[instance])
-    caption_instance(round=caption_round, captions=["A lighthouse on a cliff at dusk."])
+    caption_round, verification_round = chained_caption_round(instances=[instance])
     assert llm_settings.CELERY_TASK_ALWAYS_EAGER is False and app.conf.task_always_eager is False
+
+    # The caption commits; its completion queues the run, which waits in Redis until a worker takes it.
+    caption_instance(round=caption_round, captions=["A lighthouse on a cliff at dusk."])
+    run = StepRun.objects.get()
+    assert run.status == StepRun.Status.QUEUED and not fake_server.completion_requests
 
     with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=10,
                       loglevel="WARNING"):
-        result = generate_references_task.delay(instance_ids=[instance.pk])
-        assert isinstance(result, AsyncResult) and not isinstance(result, EagerResult)
-        report = result.get(timeout=60)
+        deadline = time.monotonic() + 120  # a bound on waiting, not a speed check
+        while run.is_active and time.monotonic() < deadline:
+            time.sleep(0.1)
+            run.refresh_from_db()
 
-        # Extended result meta is written by the worker that ran the task, and read back from Redis.
-        assert result.state == "SUCCESS" and result.worker and result.name == "annotation.generate_references"
-        candidate = ReferenceCandidate.objects.get(instance=instance)
-        assert report["references"]["candidate_ids"] == [candidate.pk]
-        caption_round.refresh_from_db()
-        assert report["verification_items"] == {
-            str(caption_round.follow_up_round_id): [caption_round.follow_up_round.items.get().pk]
-        }
-        assert "A lighthouse on a cliff at dusk." in str(fake_server.completion_requests[0].body)
-
-        Instance.objects.filter(pk=instance.pk).update(status=Instance.Status.VERIFIED)
-        outputs = generate_outputs_task.delay(model="candidate-vlm", base_url=fake_server.base_url).get(timeout=60)
-        assert outputs["created"] == 1
-        assert ModelOutput.objects.get(instance=instance).model_name == "candidate-vlm"
-    assert redis_broker.keys(f"celery-task-meta-{result.id}")
-    assert CollectionRound.objects.filter(task_type="verification").count() == 1
+    assert run.status == StepRun.Status.SUCCEEDED, run.summary
+    assert run.attempts == 1 and run.heartbeat_at is not None and (run.done, run.total) == (1, 1)
+    candidate = ReferenceCandidate.objects.get(instance=instance)
+    assert run.result["candidate_ids"] == [candidate.pk]
+    assert verification_round.items.get().candidate == candidate
+    assert Instance.objects.get(pk=instance.pk).status == Instance.Status.AWAITING_VERIFICATION
+    assert "A lighthouse on a cliff at dusk." in str(fake_server.completion_requests[0].body)

@@ -22,6 +22,7 @@ from annotation.pipeline import (
 )
 from annotation.selectors import work_list_for_worker
 from datasets_app.models import Instance, ReferenceCandidate
+from llm.params import LLMRunParams
 from projects.releases import make_release
 from projects.services import create_project
 from tests.annotation.factories import make_candidate, make_family, make_instance, make_review_set, make_worker
@@ -124,7 +125,7 @@ def discarded_in(project, reason_outcome, llm_client, *, count=1) -> tuple[list[
     for worker in workers:
         consent.record_decision(round=caption_round, worker=worker, accepted=True)
     submit_all(round=caption_round, answers=[{"captions": ["A blurry photo."]}] * count, workers=workers[:count])
-    generate_and_route_references(client=llm_client)
+    generate_and_route_references(llm=LLMRunParams(client=llm_client))
     caption_round.refresh_from_db()
     for _ in instances:
         judge(round=caption_round.follow_up_round, workers=workers, outcome=reason_outcome)
@@ -162,7 +163,7 @@ def test_regenerated_references_go_to_a_verification_round_of_the_project_when_t
     [instance], caption_round = discarded_in(project, "response_problem", llm_client)
     services.close_round(round=caption_round.follow_up_round)
 
-    report = regenerate_discarded(reasons=["response"], client=llm_client)
+    report = regenerate_discarded(reasons=["response"], llm=LLMRunParams(client=llm_client))
 
     [round_id] = report.routing.opened_rounds
     round = CollectionRound.objects.get(pk=round_id)

@@ -10,6 +10,8 @@ from annotation.pipeline import generate_and_route_references, recaption_discard
 from datasets_app.models import Caption, Instance, ReferenceCandidate
 from fakes.openai_server import message_text
 from llm.config import LLMNotConfigured
+from llm.params import LLMRunParams
+from stepruns.models import StepRun
 from tests.annotation.factories import make_family, make_instance, make_round
 
 from .builders import caption_instance, submit_all, verify
@@ -38,8 +40,13 @@ def test_a_completed_caption_generates_the_reference_after_commit_and_opens_veri
         caption_instance(round=caption_round, captions=["Two apples on a plate."])
     # Nothing is sent inside the worker's transaction.
     assert not fake_server.completion_requests and len(callbacks) == 1
-    callbacks[0]()  # the commit: Celery runs the task (in-process here, no broker configured)
+    with django_capture_on_commit_callbacks(execute=True):
+        callbacks[0]()  # the commit: a step run is queued (and run in-process here, no broker configured)
 
+    run = StepRun.objects.get()
+    assert (run.kind, run.project, run.status, run.budget_usd) == ("generate_references", instance.family.project,
+                                                                    StepRun.Status.SUCCEEDED, None)
+    assert run.llm_run.spent_usd == run.cost_usd and run.done == run.total == 1
     [request] = fake_server.completion_requests
     assert "Two apples on a plate." in message_text(request.body["messages"][-1]["content"])
     instance.refresh_from_db()
@@ -55,7 +62,7 @@ def test_a_failing_llm_after_commit_does_not_undo_the_workers_caption(no_llm_set
     instance.refresh_from_db()
     assert instance.status == Instance.Status.AWAITING_REFERENCE  # waits for the command
     assert instance.captions.get(is_current=True).text == "A dog."
-    assert not verification_round.items.exists()
+    assert not verification_round.items.exists() and not StepRun.objects.exists()
 
 
 def test_new_instances_from_instruction_generation_go_to_the_follow_up_caption_round():
@@ -88,7 +95,7 @@ def discarded_for(reason_outcome: str, llm_client) -> tuple[Instance, Collection
     instance = make_instance(captions=False)
     caption_round = make_round(task_type="caption", targets=[instance])
     caption_instance(round=caption_round, captions=["A blurry photo of something."])
-    generate_and_route_references(client=llm_client)
+    generate_and_route_references(llm=LLMRunParams(client=llm_client))
     caption_round.refresh_from_db()
     verify(round=caption_round.follow_up_round, outcomes=[reason_outcome] * 3)
     instance.refresh_from_db()
@@ -126,7 +133,7 @@ def test_regenerating_a_response_discard_asks_afresh_and_opens_a_new_verificatio
     first = ReferenceCandidate.objects.get(instance=instance)
     before = len(fake_server.completion_requests)
 
-    report = regenerate_discarded(reasons=["response"], client=llm_client)
+    report = regenerate_discarded(reasons=["response"], llm=LLMRunParams(client=llm_client))
 
     assert report.reset_instances == [instance.pk] and report.references.created == 1
     # Not served from the cache: a new, seeded request went out.

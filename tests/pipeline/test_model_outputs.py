@@ -14,6 +14,7 @@ from datasets_app.services import import_visitbench_file
 from datasets_app.visitbench_csv import VisitBenchFormatError
 from fakes.openai_server import message_text
 from llm.models import LLMCall
+from llm.params import LLMRunParams
 from tests.annotation.factories import make_family, make_instance
 
 pytestmark = pytest.mark.django_db
@@ -141,7 +142,7 @@ def test_generate_outputs_sends_images_and_instruction_to_the_candidate_endpoint
     # A separate endpoint: the configured key must not travel there.
     llm_settings.LLM_API_KEY = "secret-of-the-configured-server"
 
-    report = generate_outputs(model="candidate-vlm", base_url=fake_server.base_url)
+    report = generate_outputs(base_url=fake_server.base_url, llm=LLMRunParams(model="candidate-vlm"))
 
     assert (report.requested, report.created) == (2, 2)
     bodies = {message_text(r.body["messages"][-1]["content"]): r for r in fake_server.completion_requests}
@@ -155,7 +156,7 @@ def test_generate_outputs_sends_images_and_instruction_to_the_candidate_endpoint
     assert output.source == Source.LLM and output.text == "You said: How many birds? [1 image]"
     assert not ModelOutput.objects.filter(instance=awaiting).exists()
 
-    again = generate_outputs(model="candidate-vlm", base_url=fake_server.base_url)
+    again = generate_outputs(base_url=fake_server.base_url, llm=LLMRunParams(model="candidate-vlm"))
     assert (again.skipped_existing, again.created, len(fake_server.completion_requests)) == (2, 0, 2)
 
 

@@ -15,6 +15,7 @@ from fakes.openai_server import message_text
 from llm.client import LLMClient
 from llm.config import LLMNotConfigured
 from llm.models import LLMCall, LLMRun, PromptTemplate
+from llm.params import LLMRunParams
 from llm.services import create_template_version
 from tests.annotation.factories import make_instance
 
@@ -38,7 +39,7 @@ def test_single_image_prompt_has_the_papers_shape_and_the_candidate_records_its_
     instance = awaiting(instruction="Which colour is the spoon?")
     Caption.objects.filter(instance=instance).update(text="A red spoon beside green skittles.")
 
-    report = generate_references(client=llm_client)
+    report = generate_references(llm=LLMRunParams(client=llm_client))
 
     assert report.created == 1 and not report.failures
     expected = ("Consider an image depicted by: 'A red spoon beside green skittles.'. Now, briefly follow this "
@@ -60,7 +61,7 @@ def test_multi_image_prompt_enumerates_the_captions_in_image_order(fake_server, 
     for position in range(3):
         Caption.objects.filter(instance=instance, position=position).update(text=f"scene {position + 1}")
 
-    generate_references(instances=[instance], client=llm_client)
+    generate_references(instances=[instance], llm=LLMRunParams(client=llm_client))
 
     [prompt] = sent_prompts(fake_server)
     assert prompt == ("Consider images depicted by:\nImage 1: 'scene 1'\nImage 2: 'scene 2'\nImage 3: 'scene 3'\n"
@@ -71,11 +72,11 @@ def test_multi_image_prompt_enumerates_the_captions_in_image_order(fake_server, 
 
 def test_a_template_edited_in_the_admin_is_used_and_recorded(fake_server, llm_client):
     instance = awaiting(instruction="Count the birds.")
-    generate_references(instances=[], client=llm_client)  # nothing to do: no template written yet
+    generate_references(instances=[], llm=LLMRunParams(client=llm_client))  # nothing to do: no template written yet
     assert not PromptTemplate.objects.exists()
     create_template_version(name=SINGLE_TEMPLATE, text="Image: {caption}\nTask: {instruction}\nAnswer:")
 
-    generate_references(client=llm_client)
+    generate_references(llm=LLMRunParams(client=llm_client))
 
     candidate = ReferenceCandidate.objects.get(instance=instance)
     assert candidate.prompt == f"Image: {instance.captions.get().text}\nTask: Count the birds.\nAnswer:"
@@ -88,7 +89,7 @@ def test_a_429_is_retried_and_then_succeeds(fake_server, llm_client):
     instance = awaiting()
     fake_server.fail_next(1, status=429, retry_after=0)
 
-    report = generate_references(client=llm_client)
+    report = generate_references(llm=LLMRunParams(client=llm_client))
 
     assert report.created == 1
     assert len(fake_server.completion_requests) == 2
@@ -106,16 +107,16 @@ def test_a_re_run_after_an_interruption_sends_no_completed_request_again(fake_se
         if len(seen) == 2:
             raise KeyboardInterrupt
 
+    client = LLMClient(base_url=fake_server.base_url, api_key="", model=MODEL, prices=PRICES, max_concurrency=1)
     with pytest.raises(KeyboardInterrupt):
-        generate_references(client=LLMClient(base_url=fake_server.base_url, api_key="", model=MODEL,
-                                             prices=PRICES, max_concurrency=1), progress=interrupt)
+        generate_references(llm=LLMRunParams(client=client, progress=interrupt))
     answered = LLMCall.objects.filter(status="ok").values_list("request", flat=True)
     answered_prompts = {message_text(request["messages"][-1]["content"]) for request in answered}
     assert len(answered_prompts) >= 2
     assert not ReferenceCandidate.objects.exists()  # nothing half-stored: candidates come after the batch
     first_pass = len(fake_server.completion_requests)
 
-    report = generate_references(client=llm_client)
+    report = generate_references(llm=LLMRunParams(client=llm_client))
 
     resent = sent_prompts(fake_server)[first_pass:]
     assert not answered_prompts & set(resent)
@@ -127,7 +128,7 @@ def test_a_re_run_after_an_interruption_sends_no_completed_request_again(fake_se
 def test_the_budget_cap_stops_the_run_and_the_rest_stay_awaiting_a_reference(fake_server, llm_client):
     instances = [awaiting() for _ in range(3)]
     # One worst-case request (512 output tokens at 10 USD/1M ≈ 0.0053) fits; two do not.
-    report = generate_references(client=llm_client, budget_usd=Decimal("0.0055"))
+    report = generate_references(llm=LLMRunParams(client=llm_client, budget_usd=Decimal("0.0055")))
 
     assert report.created == 1
     assert len(report.failures) == 2
@@ -145,8 +146,8 @@ def test_a_malformed_response_is_recorded_as_a_failure_and_the_batch_goes_on(fak
     first, second = awaiting(), awaiting()
     fake_server.malform_next(1, kind=kind)
 
-    report = generate_references(client=LLMClient(base_url=fake_server.base_url, api_key="", model=MODEL,
-                                                  max_concurrency=1))
+    client = LLMClient(base_url=fake_server.base_url, api_key="", model=MODEL, max_concurrency=1)
+    report = generate_references(llm=LLMRunParams(client=client))
 
     assert report.created == 1
     [failure] = report.failures
@@ -155,14 +156,14 @@ def test_a_malformed_response_is_recorded_as_a_failure_and_the_batch_goes_on(fak
     first.refresh_from_db()
     assert first.status == Instance.Status.AWAITING_REFERENCE
     # Failures are not cached: the next run asks again and succeeds.
-    again = generate_references(client=llm_client)
+    again = generate_references(llm=LLMRunParams(client=llm_client))
     assert again.created == 1 and again.sent == 1
 
 
 def test_an_empty_answer_is_a_failure(fake_server, llm_client):
     instance = awaiting()
     fake_server.responder = lambda endpoint, body: "   "
-    report = generate_references(client=llm_client)
+    report = generate_references(llm=LLMRunParams(client=llm_client))
     assert report.created == 0 and report.failures[0].reason == "the model answered with no text"
     instance.refresh_from_db()
     assert instance.status == Instance.Status.AWAITING_REFERENCE
@@ -175,7 +176,7 @@ def test_instances_not_ready_are_skipped_with_the_reason(fake_server, llm_client
     verified.status = Instance.Status.VERIFIED
     verified.save()
 
-    report = generate_references(instances=[no_caption, verified], client=llm_client)
+    report = generate_references(instances=[no_caption, verified], llm=LLMRunParams(client=llm_client))
 
     reasons = {skipped.instance_id: skipped.reason for skipped in report.skipped}
     assert reasons == {no_caption.pk: "no current instruction-conditioned caption for every image",

@@ -12,6 +12,7 @@ from annotation.pipeline import generate_and_route_references
 from datasets_app.models import AcceptedReference, Caption, Instance, ReferenceCandidate, Verification
 from datasets_app.selectors import yield_report
 from fakes.openai_server import message_text
+from llm.params import LLMRunParams
 from tests.annotation.factories import make_family, make_instance, make_round
 
 from .builders import caption_instance, submit_all, verify
@@ -39,7 +40,7 @@ def test_from_instruction_to_verified_reference(fake_server, llm_client):
     instance.refresh_from_db()
     assert instance.status == Instance.Status.AWAITING_REFERENCE
 
-    report = generate_and_route_references(client=llm_client)
+    report = generate_and_route_references(llm=LLMRunParams(client=llm_client))
 
     [request] = fake_server.completion_requests
     prompt = message_text(request.body["messages"][-1]["content"])
@@ -82,7 +83,7 @@ def test_verification_outcomes_discard_with_the_reason(fake_server, llm_client, 
     instance = make_instance(captions=False)
     caption_round = make_round(task_type="caption", targets=[instance])
     caption_instance(round=caption_round, captions=["A cat on a mat."])
-    generate_and_route_references(client=llm_client)
+    generate_and_route_references(llm=LLMRunParams(client=llm_client))
     caption_round.refresh_from_db()
 
     verify(round=caption_round.follow_up_round, outcomes=outcomes, harmful=harmful)
@@ -99,7 +100,7 @@ def test_the_yield_report_counts_verdicts_collected_on_the_platform_per_split(fa
     for instance in singles:
         caption_instance(round=caption_round, captions=[f"Caption of {instance.instruction}"])
     caption_instance(round=caption_round, captions=["left picture", "right picture"])
-    generate_and_route_references(client=llm_client)
+    generate_and_route_references(llm=LLMRunParams(client=llm_client))
     caption_round.refresh_from_db()
     verification_round = caption_round.follow_up_round
     assert verification_round.items.count() == 5
@@ -120,10 +121,10 @@ def test_candidates_are_routed_once_and_into_the_same_follow_up_round(fake_serve
     first, second = make_instance(captions=False), make_instance(captions=False)
     caption_round = make_round(task_type="caption", targets=[first, second])
     caption_instance(round=caption_round, captions=["one"])
-    generate_and_route_references(client=llm_client)
+    generate_and_route_references(llm=LLMRunParams(client=llm_client))
     caption_instance(round=caption_round, captions=["two"])
 
-    report = generate_and_route_references(client=llm_client)
+    report = generate_and_route_references(llm=LLMRunParams(client=llm_client))
 
     caption_round.refresh_from_db()
     assert CollectionRound.objects.filter(task_type="verification").count() == 1
@@ -135,7 +136,7 @@ def test_instances_without_a_caption_round_get_a_new_verification_round(fake_ser
     instance = make_instance()  # captions entered by a researcher
     instance.status = Instance.Status.AWAITING_REFERENCE
     instance.save()
-    report = generate_and_route_references(client=llm_client)
+    report = generate_and_route_references(llm=LLMRunParams(client=llm_client))
     [round_id] = report.routing.items
     round = CollectionRound.objects.get(pk=round_id)
     assert (round.task_type, round.workers_per_item, round.status) == ("verification", 3, "open")
@@ -147,7 +148,7 @@ def test_an_explicit_verification_round_receives_the_items(fake_server, llm_clie
     instance.status = Instance.Status.AWAITING_REFERENCE
     instance.save()
     chosen = services.create_round(name="My verification", task_type="verification", workers_per_item=5)
-    report = generate_and_route_references(client=llm_client, verification_round=chosen)
+    report = generate_and_route_references(verification_round=chosen, llm=LLMRunParams(client=llm_client))
     assert report.routing.items == {chosen.pk: [chosen.items.get().pk]}
     chosen.refresh_from_db()
     assert chosen.status == CollectionRound.Status.DRAFT  # the researcher's round is left as it was

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.rankers.registry import RANKERS, RankerOptions, make_ranker, ranker_class
+from llm.params import LLMRunParams
 
 
 @pytest.mark.parametrize("name", sorted(RANKERS))
@@ -15,8 +16,9 @@ def test_every_ranker_declares_what_it_needs(name):
 
 def test_server_rankers_take_the_llm_options():
     seen = []
-    chat = make_ranker("chat", model="m", with_image=False, seed=7, on_requests=seen.append)
+    chat = make_ranker("chat", model="m", with_image=False, seed=7, llm=LLMRunParams(on_requests=seen.append))
     assert (chat.model_name, chat.with_image, chat.seed) == ("m", False, 7)
+    assert chat.llm.model == "m" and chat.llm.on_requests == seen.append
     server = make_ranker("server-perplexity", model="lm")
     assert server.model_name == "lm"
 

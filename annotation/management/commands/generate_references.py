@@ -4,6 +4,7 @@ from annotation.models import CollectionRound
 from annotation.pipeline import generate_and_route_references, verifying_type
 from datasets_app.reference_generation import instances_awaiting_reference
 from llm.cli import parse_budget, run_step, write_step_report
+from llm.params import LLMRunParams
 
 
 def verification_round_option(round_id: int | None) -> CollectionRound | None:
@@ -40,8 +41,8 @@ class Command(BaseCommand):
             chosen = instances_awaiting_reference(instance_ids=instances) if instances else None
         except LookupError as error:
             raise CommandError(f"--instances: {error}") from None
-        report = run_step(generate_and_route_references, verbosity=verbosity, instances=chosen, model=model,
-                          budget_usd=cap, verification_round=round)
+        report = run_step(generate_and_route_references, verbosity=verbosity, instances=chosen,
+                          llm=LLMRunParams(model=model, budget_usd=cap), verification_round=round)
         write_pipeline_report(self, report)
 
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.models import CollectionRound
+from annotation.models import CollectionRound, round_default
 from annotation.pipeline import recaption_discarded, verifying_type
 from datasets_app.models import Instance
 
@@ -20,7 +20,7 @@ class Command(BaseCommand):
                             dest="reasons", help="discard reasons to re-caption (default: caption)")
         parser.add_argument("--instances", nargs="+", type=int, metavar="ID", help="only these instances")
         parser.add_argument("--name", help="round name")
-        parser.add_argument("--workers-per-item", type=int, default=1)
+        parser.add_argument("--workers-per-item", type=int, default=round_default("workers_per_item"))
         parser.add_argument("--reward", metavar="AMOUNT", help="reward per task (default: the last caption round's)")
         parser.add_argument("--follow-up-round", type=int, metavar="ID",
                             help="verification round that receives the regenerated candidates automatically")

@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.pipeline import regenerate_discarded
 from datasets_app.models import Instance
 from llm.cli import parse_budget, run_step
+from llm.params import LLMRunParams
 from .generate_references import verification_round_option, write_pipeline_report
 
 REASONS = [value for value in Instance.DiscardReason.values if value]
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         cap = parse_budget(budget)
         round = verification_round_option(verification_round)
         report = run_step(regenerate_discarded, verbosity=verbosity, reasons=discarded, instance_ids=instances,
-                          model=model, budget_usd=cap, verification_round=round)
+                          llm=LLMRunParams(model=model, budget_usd=cap), verification_round=round)
         if not report.reset_instances:
             raise CommandError(f"no instances discarded for: {', '.join(discarded)}")
         self.stdout.write(f"{len(report.reset_instances)} discarded instances back to awaiting a reference")

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from datasets_app.model_outputs import generate_outputs
 from datasets_app.reference_generation import instances_by_id
 from llm.cli import parse_budget, run_step, write_step_report
+from llm.params import LLMRunParams
 
 
 class Command(BaseCommand):
@@ -36,8 +37,8 @@ class Command(BaseCommand):
         except LookupError as error:
             raise CommandError(f"--instances: {error}") from None
         report = run_step(
-            generate_outputs, verbosity=verbosity, model=model, base_url=base_url, api_key=api_key,
-            instances=chosen, output_name=name, budget_usd=cap,
+            generate_outputs, verbosity=verbosity, llm=LLMRunParams(model=model, budget_usd=cap), base_url=base_url,
+            api_key=api_key, instances=chosen, output_name=name,
         )
         write_step_report(self, report, subject=lambda failure: f"instance {failure.instance_id}",
                           failed="no output stored")

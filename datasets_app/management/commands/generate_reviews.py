@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from datasets_app.review_generation import TEMPLATE_NAMES, generate_review_sets, images_for_generation
 from llm.cli import parse_budget, run_step, write_step_report
+from llm.params import LLMRunParams
 
 
 class Command(BaseCommand):
@@ -33,8 +34,8 @@ class Command(BaseCommand):
         if not images:
             raise CommandError("no images to write reviews for (images need a category, or give --image-ids)")
         report = run_step(
-            generate_review_sets, verbosity=options["verbosity"], images=images, languages=languages, model=model,
-            budget_usd=cap, seed=seed,
+            generate_review_sets, verbosity=options["verbosity"], images=images, languages=languages, seed=seed,
+            llm=LLMRunParams(model=model, budget_usd=cap),
         )
         write_step_report(self, report, subject=lambda failure: f"image {failure.image_id} ({failure.language})",
                           failed="no review set stored")

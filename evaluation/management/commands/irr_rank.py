@@ -8,12 +8,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from crowdbench.csv_cells import frame_to_csv
+from datasets_app.models import Language
 from evaluation.rankers.registry import RANKERS, make_ranker, ranker_class
 from evaluation.rankers.uploaded import UploadedScoresError
 from evaluation.selectors import review_items
 from evaluation.services import ScoreStoreError, rank_and_store
 from llm.cli import not_configured, parse_budget
 from llm.config import LLMConfig, LLMNotConfigured
+from llm.params import LLMRunParams
 from llm.services import create_run
 
 
@@ -34,7 +36,7 @@ class Command(BaseCommand):
         parser.add_argument("--model", help="server model name (default LLM_MODEL); local model folder or GGUF "
                                             "file (default SmolLM2-135M); local CLIP model folder (clip-score, "
                                             "required); for uploaded, the model to read")
-        parser.add_argument("--language", choices=["en", "ja"], help="only review sets in this language")
+        parser.add_argument("--language", choices=Language.values, help="only review sets in this language")
         parser.add_argument("--review-sets", nargs="+", type=int, metavar="ID", help="only these review sets")
         parser.add_argument("--scores", metavar="FILE", help="uploaded: CSV item_id, model, review_id, score|rank")
         parser.add_argument("--out", metavar="CSV", help="also write the scores to this CSV file")
@@ -78,9 +80,10 @@ class Command(BaseCommand):
             bar.refresh()
 
         try:
-            ranker = make_ranker(name, model=options["model"], scores_path=options["scores"], run=run,
+            ranker = make_ranker(name, model=options["model"], scores_path=options["scores"],
                                  with_image=not options["no_image"], seed=options["seed"],
-                                 progress=lambda result: bar.update(), on_requests=more_requests)
+                                 llm=LLMRunParams(run=run, progress=lambda result: bar.update(),
+                                                  on_requests=more_requests))
             outcome = rank_and_store(ranker=ranker, ranker_kind=name, items=items)
         except (UploadedScoresError, ScoreStoreError, ValueError, RuntimeError) as exc:
             raise CommandError(str(exc)) from None

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.judge.services import JudgeInputError, judge_pairs
 from llm.cli import parse_budget, run_step, write_step_report
+from llm.params import LLMRunParams
 
 
 class Command(BaseCommand):
@@ -45,8 +46,8 @@ class Command(BaseCommand):
         try:
             report = run_step(
                 judge_pairs, verbosity=verbosity, models=names, with_reference=reference,
-                against_reference=reference or against_reference, judge_model=judge_model,
-                extractor_model=extractor_model, budget_usd=cap,
+                against_reference=reference or against_reference, llm=LLMRunParams(model=judge_model, budget_usd=cap),
+                extractor_model=extractor_model,
             )
         except JudgeInputError as error:
             raise CommandError(error.message) from None

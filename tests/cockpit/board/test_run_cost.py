@@ -11,6 +11,7 @@ from django.utils import timezone
 from datasets_app.models import Instance, ReferenceCandidate
 from datasets_app.reference_generation import generate_references
 from llm.models import LLMCall, LLMRun
+from llm.params import LLMRunParams
 from llm.selectors import run_cost_from_calls
 from llm.services import create_run
 from stepruns import lifecycle
@@ -63,10 +64,10 @@ def test_an_answer_stored_but_not_counted_before_the_worker_was_lost_is_in_the_r
 def test_a_step_given_a_run_charges_it_and_keeps_to_its_cap(project, llm_settings, fake_server):
     instance = project_instance(project, status=Instance.Status.AWAITING_REFERENCE)
     given = create_run(name="a step run's", budget_usd="0.000001")
-    report = generate_references(instances=[instance], run=given)
+    report = generate_references(instances=[instance], llm=LLMRunParams(run=given))
     assert report.run_id == given.pk and report.budget_reached and not fake_server.completion_requests
     with pytest.raises(ValueError, match="a run to charge or a budget, not both"):
-        generate_references(instances=[instance], run=given, budget_usd="1")
+        generate_references(instances=[instance], llm=LLMRunParams(run=given, budget_usd="1"))
     assert not fake_server.completion_requests and not LLMCall.objects.exists()
 
 
