@@ -71,7 +71,7 @@ class Worker(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     # When the worker last opened "My work": reviews after this are new feedback on the work list.
-    # Changed only by ``annotation.services.mark_work_history_seen``.
+    # Changed only by ``annotation.services.workers.mark_work_history_seen``.
     work_history_seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -89,7 +89,7 @@ class Worker(models.Model):
 
 class Qualification(models.Model):
     """A worker allowed onto a project's rounds that ask for qualified workers (``qualified_only``).
-    Granted only through ``annotation.services.grant_qualification``."""
+    Granted only through ``annotation.services.workers.grant_qualification``."""
 
     class Source(models.TextChoices):
         OWNER = "owner", _("Allow-listed by an owner")
@@ -451,7 +451,7 @@ class Assignment(models.Model):
 
     class Confirmation(models.TextChoices):
         # Whether the worker's provider confirms that this worker did this assignment; only confirmed
-        # work counts. Changed only by ``annotation.services.record_confirmation``.
+        # work counts. Changed only by ``annotation.services.confirmation.record_confirmation``.
         UNCONFIRMED = "unconfirmed", "Not yet confirmed by the provider"
         CONFIRMED = "confirmed", "Confirmed"
         FORGED = "forged", "Unknown to the provider"

@@ -74,7 +74,8 @@ def test_ranking_agreement_is_the_irr_core(data):
 
 
 def test_verification_agreement_is_the_majority_of_outcomes(project):
-    from annotation import services
+    from annotation.services.engine import request_assignment
+    from annotation.services.submissions import submit_assignment
     from tests.annotation.factories import make_candidate, make_family, make_instance, make_round, make_worker
 
     family = make_family(name="Reading", project=project)
@@ -84,9 +85,9 @@ def test_verification_agreement_is_the_majority_of_outcomes(project):
     answers = {candidates[0].pk: ["correct"] * 3, candidates[1].pk: ["response_problem", "correct", "response_problem"]}
     for number in range(3):
         worker = make_worker()
-        while (assignment := services.request_assignment(round=round, worker=worker)) is not None:
+        while (assignment := request_assignment(round=round, worker=worker)) is not None:
             outcome = answers[assignment.item.candidate_id][number]
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker,
+            submit_assignment(assignment_id=assignment.pk, worker=worker,
                                        data={"outcome": outcome, "harmful": False, "comment": ""})
     watch = round_watch(round=round, coverage_target=2)
     agreement = watch["agreement"]
