@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 
 from crowdbench.errors import ServiceError
+from crowdbench.state_machine import TransitionRefused
 
 
 class CrowdWorkError(ServiceError):
@@ -56,7 +57,9 @@ class ConflictingResubmission(CrowdWorkError):
     status_code = 409
 
 
-class InvalidTransition(CrowdWorkError):
+class InvalidTransition(CrowdWorkError, TransitionRefused):
+    """The round, assignment or submission is not in a state this change may start from."""
+
     status_code = 409
 
 

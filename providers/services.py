@@ -31,6 +31,8 @@ from annotation.services.review import approve_assignment, reject_assignment
 from annotation.services.rounds import check_transition, open_round
 from annotation.services.submissions import submit_assignment
 from annotation.services.workers import grant_qualification
+from crowdbench.state_machine import TransitionRefused
+from crowdbench.transitions import move
 
 from .base import (
     CostEstimate,
@@ -44,7 +46,7 @@ from .base import (
     money,
     tasks_per_session,
 )
-from .models import BonusPayment, Publication
+from .models import BONUS_PAYMENT_STATUS, PUBLICATION_STATUS, BonusPayment, Publication
 from .registry import get_provider, provider_class
 from .review import APPROVE, review_submissions
 
@@ -216,14 +218,13 @@ def publish_round(
         round = open_round(round=round)
     with transaction.atomic():
         publication = Publication.objects.select_for_update().get(pk=publication.pk)
-        if publication.status == Publication.Status.PUBLISHING:
-            publication.status = Publication.Status.PUBLISHED
-            publication.published_at = timezone.now()
         publication.details = {**publication.details, "estimate": {
             "total": str(estimate.total), "rewards": str(estimate.rewards), "fees": str(estimate.fees),
             "expected_bonuses": str(estimate.expected_bonuses),
         }}
-        publication.save()
+        publication.save(update_fields=["details"])
+        if publication.status == Publication.Status.PUBLISHING:
+            move(publication, PUBLICATION_STATUS, "publish", published_at=timezone.now())
     result.publication = publication
     logger.info("round %s published on %s: %d created, %d existing", round.pk, provider.name,
                 result.tasks_created, result.tasks_existing)
@@ -522,8 +523,7 @@ def send_bonus(*, payment: BonusPayment, providers: dict | None = None) -> Bonus
         if paid is None and not provider.bonus_resend_is_safe:
             # Possibly paid (settling, or the pay call's answer was lost): never paid blindly twice.
             return payment
-    payment.status, payment.sent_at = BonusPayment.Status.SENDING, timezone.now()
-    BonusPayment.objects.filter(pk=payment.pk).update(status=payment.status, sent_at=payment.sent_at)
+    move(payment, BONUS_PAYMENT_STATUS, "send", sent_at=timezone.now())
     try:
         provider.send_bonus(payment=payment)
     except ProviderRefused as error:
@@ -541,11 +541,9 @@ def send_bonus(*, payment: BonusPayment, providers: dict | None = None) -> Bonus
 
 
 def _settle(payment: BonusPayment, status: str, error: str = "") -> BonusPayment:
-    payment.status = status
-    payment.error = error
-    payment.paid_at = timezone.now() if status == BonusPayment.Status.PAID else None
-    payment.save(update_fields=["status", "error", "paid_at", "provider_record_id"])
-    return payment
+    paid = status == BonusPayment.Status.PAID
+    return move(payment, BONUS_PAYMENT_STATUS, "settle" if paid else "refuse", error=error,
+                paid_at=timezone.now() if paid else None, provider_record_id=payment.provider_record_id)
 
 
 def pay_round(
@@ -622,8 +620,7 @@ def resend_unsettled_bonus(*, payment_id: int, round: CollectionRound, providers
     if provider.bonus_was_paid(payment=payment):
         return _settle(payment, BonusPayment.Status.PAID)
     logger.warning("bonus %s resent by request after %d s unsettled; it may be paid twice", payment.pk, int(age))
-    payment.status, payment.sent_at = BonusPayment.Status.SENDING, timezone.now()
-    BonusPayment.objects.filter(pk=payment.pk).update(status=payment.status, sent_at=payment.sent_at)
+    move(payment, BONUS_PAYMENT_STATUS, "send", sent_at=timezone.now())
     try:
         provider.send_bonus(payment=payment)
     except ProviderRefused as error:
@@ -729,8 +726,10 @@ def expire_round(*, round: CollectionRound, providers: dict | None = None) -> li
     expired = []
     for publication in Publication.objects.filter(round=round).exclude(status=Publication.Status.EXPIRED):
         provider_for_publication(publication, providers).expire(publication=publication)
-        publication.status = Publication.Status.EXPIRED
-        publication.save(update_fields=["status"])
+        try:
+            move(publication, PUBLICATION_STATUS, "expire")
+        except TransitionRefused:  # expired meanwhile by another close
+            publication.refresh_from_db(fields=["status"])
         expired.append(publication)
     return expired
 

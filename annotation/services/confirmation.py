@@ -6,18 +6,15 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from crowdbench.transitions import move
+
 from ..errors import InvalidTransition
-from ..models import Assignment, Worker, WorkItem
+from ..models import ASSIGNMENT_CONFIRMATION, Assignment, Worker, WorkItem
 from ..task_types import get_task_type
 from .submissions import complete_item_if_done, qualify_if_passed, store_aggregate
 
-# Allowed changes of ``Assignment.confirmation``. Confirmed is final; a submission first judged
-# unknown to the provider still counts if the provider later shows it (e.g. a listing that lagged).
-CONFIRMATION_TRANSITIONS = {
-    Assignment.Confirmation.UNCONFIRMED: {Assignment.Confirmation.CONFIRMED, Assignment.Confirmation.FORGED},
-    Assignment.Confirmation.FORGED: {Assignment.Confirmation.CONFIRMED},
-    Assignment.Confirmation.CONFIRMED: set(),
-}
+# The event of ``ASSIGNMENT_CONFIRMATION`` that records each thing a provider may say.
+_EVENT_FOR = {Assignment.Confirmation.CONFIRMED: "confirm", Assignment.Confirmation.FORGED: "forge"}
 
 
 def record_confirmation(*, assignment: Assignment, confirmation: str, now: datetime | None = None) -> Assignment:
@@ -33,13 +30,13 @@ def record_confirmation(*, assignment: Assignment, confirmation: str, now: datet
         )
         if locked.confirmation == confirmation:
             return locked
-        if confirmation not in CONFIRMATION_TRANSITIONS.get(locked.confirmation, set()):
+        event = _EVENT_FOR.get(confirmation)
+        if event is None or event not in ASSIGNMENT_CONFIRMATION.allowed_events(locked.confirmation):
             raise InvalidTransition(
                 f"an assignment that is {locked.confirmation} cannot become {confirmation}"
             )
-        locked.confirmation = confirmation
-        locked.confirmed_at = now if confirmation == Assignment.Confirmation.CONFIRMED else None
-        locked.save(update_fields=["confirmation", "confirmed_at"])
+        move(locked, ASSIGNMENT_CONFIRMATION, event,
+             confirmed_at=now if confirmation == Assignment.Confirmation.CONFIRMED else None)
         if confirmation == Assignment.Confirmation.CONFIRMED and locked.status == Assignment.Status.SUBMITTED:
             item = WorkItem.objects.select_related("round").get(pk=locked.item_id)
             if item.completed_at is None:

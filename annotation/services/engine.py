@@ -19,11 +19,12 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from crowdbench.prepared import PreparedQuery
+from crowdbench.transitions import move_all
 
 from .. import consent
 from ..eligibility import check_worker_may_work, judgments_needed, read_round_for_worker, worker_facts
 from ..errors import BROKEN_ITEM_ERRORS, AssignmentNotActive, BrokenItem, ConsentRequired
-from ..models import Assignment, CollectionRound, Worker, WorkItem
+from ..models import ASSIGNMENT_CONFIRMATION, ASSIGNMENT_STATUS, Assignment, CollectionRound, Worker, WorkItem
 from ..task_types import get_task_type
 from ..task_types.base import TaskType
 
@@ -38,7 +39,7 @@ def expire_stale_assignments(*, round: CollectionRound | None = None, now: datet
     stale = Assignment.objects.filter(status=Assignment.Status.ASSIGNED, expires_at__lte=now or timezone.now())
     if round is not None:
         stale = stale.filter(round=round)
-    return stale.update(status=Assignment.Status.EXPIRED)
+    return move_all(stale, ASSIGNMENT_STATUS, "expire")
 
 
 # Assignment foreign keys whose rows the engine has loaded itself: full_clean need not look them up.
@@ -98,8 +99,8 @@ def _new_assignment(*, round, item, worker, now, rng, handler, provider_assignme
         provider_task_id=provider_task_id,
         # A worker who logged in to the platform is who they say; a provider's worker counts once
         # the provider confirms the work (``record_confirmation``).
-        confirmation=(Assignment.Confirmation.CONFIRMED if worker.user_id is not None
-                      else Assignment.Confirmation.UNCONFIRMED),
+        confirmation=ASSIGNMENT_CONFIRMATION.check_initial(
+            Assignment.Confirmation.CONFIRMED if worker.user_id is not None else Assignment.Confirmation.UNCONFIRMED),
         confirmed_at=now if worker.user_id is not None else None,
     )
     # Only field validation: the unique constraints are enforced by the database, and the round,
@@ -400,9 +401,7 @@ def task_view(*, assignment: Assignment) -> dict:
     except BROKEN_ITEM_ERRORS:
         logger.exception("assignment %s: item %s cannot be shown; giving it back", assignment.pk, assignment.item_id)
     with transaction.atomic():
-        Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.ASSIGNED).update(
-            status=Assignment.Status.RETURNED
-        )
+        move_all(Assignment.objects.filter(pk=assignment.pk), ASSIGNMENT_STATUS, "give_back")
     raise BrokenItem(_("This task cannot be shown and was given back; please take the next one."))
 
 

@@ -8,22 +8,23 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from crowdbench.transitions import move
+
 from ..eligibility import judgments_needed
 from ..errors import InvalidTransition, message_of
-from ..models import Assignment, CollectionRound, WorkItem
+from ..models import ASSIGNMENT_REVIEW, Assignment, CollectionRound, WorkItem
 from ..task_types import get_task_type
 from .rounds import ACTIVE_STATUSES, transition_round
 from .submissions import store_aggregate
 
 logger = logging.getLogger(__name__)
 
-# The engine's record of a review decision: a submission is approved or rejected once.
-REVIEW_TRANSITIONS = {
-    Assignment.ReviewStatus.SUBMITTED: {Assignment.ReviewStatus.APPROVED, Assignment.ReviewStatus.REJECTED},
-}
+# The event of ``ASSIGNMENT_REVIEW`` that records each decision: a submission is approved or rejected once.
+_EVENT_FOR = {Assignment.ReviewStatus.APPROVED: "approve", Assignment.ReviewStatus.REJECTED: "reject"}
 
 
 def _record_review(*, assignment: Assignment, status: str, feedback: str) -> Assignment:
+    event = _EVENT_FOR[status]
     with transaction.atomic():
         locked = (
             Assignment.objects.select_for_update(no_key=True, of=("self",))
@@ -35,16 +36,15 @@ def _record_review(*, assignment: Assignment, status: str, feedback: str) -> Ass
             raise InvalidTransition(_("Only submitted assignments can be approved or rejected."))
         if locked.review_status == status:
             return locked
-        if status not in REVIEW_TRANSITIONS.get(locked.review_status, set()):
+        if event not in ASSIGNMENT_REVIEW.allowed_events(locked.review_status):
             raise InvalidTransition(
                 _("A submission that is %(now)s cannot be %(next)s.")
                 % {"now": locked.get_review_status_display().lower(), "next": status}
             )
-        locked.review_status = status
         locked.reviewed_at = timezone.now()
         locked.review_feedback = feedback
         locked.full_clean(validate_constraints=False)
-        locked.save()
+        move(locked, ASSIGNMENT_REVIEW, event, reviewed_at=locked.reviewed_at, review_feedback=feedback)
         if status == Assignment.ReviewStatus.REJECTED:
             _after_rejection(item_id=locked.item_id)
     return locked

@@ -12,9 +12,11 @@ from django.db import OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from crowdbench.transitions import move
+
 from .. import consent
 from ..errors import InvalidTransition, message_of
-from ..models import Assignment, CollectionRound, WorkItem
+from ..models import ROUND_STATUS, Assignment, CollectionRound, WorkItem
 from ..task_types import get_task_type
 
 logger = logging.getLogger(__name__)
@@ -89,27 +91,7 @@ def add_items(
     return items
 
 
-# Round statuses: action → (statuses it may start from, status it leads to; None keeps the status).
-# A paused round hands out no new tasks; work in flight may still be submitted. "complete" and
-# "reopen" are the engine's own (``AUTOMATIC_ACTIONS``): an open round is complete once every item
-# has its judgments, and open again when a rejection reopens an item or items are added.
-_TRANSITIONS = {
-    "open": ({CollectionRound.Status.DRAFT}, CollectionRound.Status.OPEN),
-    "pause": ({CollectionRound.Status.OPEN}, CollectionRound.Status.PAUSED),
-    "resume": ({CollectionRound.Status.PAUSED}, CollectionRound.Status.OPEN),
-    # A draft has no work under way to extend: its settings are still its own to set.
-    "extend": ({CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED}, None),
-    # More workers may take the round's tasks: restricting qualification rules are dropped.
-    "widen": ({CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED}, None),
-    "close": ({CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED, CollectionRound.Status.COMPLETE},
-              CollectionRound.Status.CLOSED),
-    "cancel": ({CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED,
-                CollectionRound.Status.COMPLETE}, CollectionRound.Status.CANCELLED),
-    "complete": ({CollectionRound.Status.OPEN}, CollectionRound.Status.COMPLETE),
-    "reopen": ({CollectionRound.Status.COMPLETE}, CollectionRound.Status.OPEN),
-}
-
-
+# The engine's own round transitions (``ROUND_STATUS``): no button or API call makes them.
 AUTOMATIC_ACTIONS = ("complete", "reopen")
 
 
@@ -117,12 +99,15 @@ AUTOMATIC_ACTIONS = ("complete", "reopen")
 # complete round takes work still in flight, and reopens when an item needs more.
 ACTIVE_STATUSES = (CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED, CollectionRound.Status.COMPLETE)
 
+# Every field but the status, which only ``crowdbench.transitions.move`` writes.
+_SETTINGS_FIELDS = [field.name for field in CollectionRound._meta.concrete_fields
+                    if not field.primary_key and field.name != ROUND_STATUS.field]
+
 
 def allowed_actions(round: CollectionRound) -> list[str]:
-    """The round transitions a researcher may make from the round's status, in ``_TRANSITIONS`` order
+    """The round transitions a researcher may make from the round's status, in ``ROUND_STATUS`` order
     (the engine's own, ``AUTOMATIC_ACTIONS``, are not among them)."""
-    return [action for action, (allowed_from, _target) in _TRANSITIONS.items()
-            if round.status in allowed_from and action not in AUTOMATIC_ACTIONS]
+    return [action for action in ROUND_STATUS.allowed_events(round.status) if action not in AUTOMATIC_ACTIONS]
 
 
 def _has_open_items(round: CollectionRound) -> bool:
@@ -132,32 +117,31 @@ def _has_open_items(round: CollectionRound) -> bool:
 def check_transition(*, round: CollectionRound, action: str) -> None:
     """Refuse (``InvalidTransition``) a transition the round cannot make now; reads only, so a caller
     can check before its own writes and outside calls."""
-    allowed_from, _target = _TRANSITIONS[action]
-    if round.status not in allowed_from:
-        raise InvalidTransition(f"cannot {action} a round that is {round.status}")
+    ROUND_STATUS.check(round.status, action, subject=round.pk)
     if action == "open" and not round.items.exists():
         raise InvalidTransition("a round needs at least one item before it opens")
 
 
 def transition_round(*, round: CollectionRound, action: str, change: Callable[[CollectionRound], None] | None = None
-                ) -> CollectionRound:
-    _allowed_from, target = _TRANSITIONS[action]
+                     ) -> CollectionRound:
+    """Make ``action`` (an event of ``ROUND_STATUS``) on the locked round, with the settings ``change``
+    makes; the status is written by a conditional update, the settings in the same transaction."""
     with transaction.atomic():
         locked = CollectionRound.objects.select_for_update().get(pk=round.pk)
         check_transition(round=locked, action=action)
-        if target is not None:
-            locked.status = target
         if action == "open":
             locked.opened_at = timezone.now()
         elif action in ("close", "cancel"):
             locked.closed_at = timezone.now()
-        elif action == "resume" and locked.items.exists() and not _has_open_items(locked):
-            # Its last items completed while it was paused: resumed, it is complete.
-            locked.status = CollectionRound.Status.COMPLETE
         if change is not None:
             change(locked)
-        locked.full_clean()
-        locked.save()
+        if change is not None or action in ("open", "close", "cancel"):
+            locked.full_clean()
+            locked.save(update_fields=_SETTINGS_FIELDS)
+        move(locked, ROUND_STATUS, action)
+        if action == "resume" and locked.items.exists() and not _has_open_items(locked):
+            # Its last items completed while it was paused: resumed, it is complete.
+            move(locked, ROUND_STATUS, "complete")
     return locked
 
 

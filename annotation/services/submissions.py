@@ -14,12 +14,14 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from crowdbench.prepared import PreparedQuery
+from crowdbench.transitions import move
 
 from .. import guardrails
 from ..eligibility import judgments_needed, qualifying_result
 from ..errors import (AssignmentNotActive, AssignmentNotFound, BrokenItem, ConflictingResubmission, InvalidTransition,
                       NotYourAssignment, RoundNotOpen, invalid_submission, message_of)
-from ..models import Assignment, CollectionRound, Qualification, Worker, WorkItem
+from ..models import (ASSIGNMENT_REVIEW, ASSIGNMENT_STATUS, Assignment, CollectionRound, Qualification, Worker,
+                      WorkItem)
 from ..task_types import get_task_type
 from ..task_types.base import TaskType
 from .engine import ROWS_IN_HAND, item_fits
@@ -85,9 +87,7 @@ def return_assignment(*, assignment_id: int, worker: Worker) -> Assignment:
     assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker)
     if assignment.status != Assignment.Status.ASSIGNED:
         raise AssignmentNotActive(_("This task is no longer open."))
-    assignment.status = Assignment.Status.RETURNED
-    assignment.save(update_fields=["status"])
-    return assignment
+    return move(assignment, ASSIGNMENT_STATUS, "give_back")
 
 
 def submit_assignment(
@@ -141,15 +141,16 @@ def _submit_locked(*, assignment: Assignment, worker: Worker, data: Any, files: 
         raise AssignmentNotActive(_("The time for this task ran out; the submission was not stored."))
 
     assignment.payload = payload
-    assignment.status = Assignment.Status.SUBMITTED
-    assignment.review_status = Assignment.ReviewStatus.SUBMITTED
+    # As stored below: the task type's hooks see the submitted assignment.
+    assignment.status = ASSIGNMENT_STATUS.target(assignment.status, "submit")
+    assignment.review_status = ASSIGNMENT_REVIEW.target(assignment.review_status, "submit")
     assignment.submitted_at = now
     assignment.duration_seconds = max((now - assignment.accepted_at).total_seconds(), 0.0)
     assignment.result = handler.result(assignment)
     assignment.input_stats = input_stats
     # The row is locked since it was read: only the fields a submission sets are written (a task
     # type's ``apply`` sets ``result`` at most).
-    changed = ["payload", "status", "review_status", "submitted_at", "duration_seconds", "result", "input_stats"]
+    changed = ["payload", "submitted_at", "duration_seconds", "result", "input_stats"]
     if _changes_data(handler):
         try:
             with transaction.atomic():
@@ -168,7 +169,9 @@ def _submit_locked(*, assignment: Assignment, worker: Worker, data: Any, files: 
         )
         changed.append("gold_passed")
     assignment.full_clean(exclude=ROWS_IN_HAND, validate_constraints=False)
-    assignment.save(update_fields=changed)
+    # One conditional update: the status and review status move together (a check constraint holds them).
+    move(assignment, ASSIGNMENT_STATUS, "submit", also={ASSIGNMENT_REVIEW: "submit"},
+         **{field: getattr(assignment, field) for field in changed})
     complete_item_if_done(item_id=item.pk, now=now, locked=item)
     qualify_if_passed(round=assignment.round, worker=worker)
     return SubmitOutcome(assignment=assignment, created=True)
