@@ -18,7 +18,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from crowdbench.prepared import PreparedQuery
+from crowdbench.prepared import PreparedQuery, compiler_internals_supported
 from crowdbench.transitions import move_all
 
 from .. import consent
@@ -254,7 +254,12 @@ _slots_held = PreparedQuery(
 
 def _insert_if_slot_free(assignment: Assignment, *, needed: int) -> bool:
     """INSERT the assignment if its item holds fewer than ``needed`` slots and none of its worker's, in
-    one statement (a fresh snapshot under READ COMMITTED); whether it was inserted."""
+    one statement (a fresh snapshot under READ COMMITTED); whether it was inserted.
+
+    Built on the ORM's insert compiler (``prepare_value``, ``pre_save_val``, ``field_as_sql``): on a
+    Django version it was not checked against it inserts nothing, and the caller takes the careful path."""
+    if not compiler_internals_supported():
+        return False
     from django.db import connection
     from django.db.models.sql import InsertQuery
 
