@@ -9,8 +9,10 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.template.response import TemplateResponse
 
-from . import consent, services
+from . import consent
+from .errors import CrowdWorkError
 from .models import Assignment, CollectionRound, ConsentDecision, ImageReport, Worker, WorkItem
+from .services.rounds import cancel_round, close_round, open_round
 from .task_types import task_type_choices
 
 
@@ -35,7 +37,7 @@ def _run_on_each(modeladmin, request, queryset, service, verb: str) -> None:
         try:
             service(obj)
             done += 1
-        except services.CrowdWorkError as error:
+        except CrowdWorkError as error:
             modeladmin.message_user(request, f"{obj}: {error.message}", level=messages.ERROR)
     if done:
         modeladmin.message_user(request, f"{verb} {done}.", level=messages.SUCCESS)
@@ -68,15 +70,15 @@ class CollectionRoundAdmin(admin.ModelAdmin):
 
     @admin.action(description="Open the selected rounds")
     def open_rounds(self, request, queryset):
-        _run_on_each(self, request, queryset, lambda r: services.open_round(round=r), "Opened")
+        _run_on_each(self, request, queryset, lambda r: open_round(round=r), "Opened")
 
     @admin.action(description="Close the selected rounds")
     def close_rounds(self, request, queryset):
-        _run_on_each(self, request, queryset, lambda r: services.close_round(round=r), "Closed")
+        _run_on_each(self, request, queryset, lambda r: close_round(round=r), "Closed")
 
     @admin.action(description="Cancel the selected rounds")
     def cancel_rounds(self, request, queryset):
-        _run_on_each(self, request, queryset, lambda r: services.cancel_round(round=r), "Cancelled")
+        _run_on_each(self, request, queryset, lambda r: cancel_round(round=r), "Cancelled")
 
 
 @admin.register(WorkItem)

@@ -11,10 +11,14 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import image_reports, selectors, services
+from . import image_reports, selectors
+from .eligibility import read_round_for_worker
 from .languages import speaking_to
 from .models import Assignment, CollectionRound
 from .permissions import NOT_A_WORKER
+from .services.engine import request_assignment, task_view
+from .services.submissions import return_assignment, submit_assignment
+from .services.workers import local_worker_for
 from .task_types import worker_answers
 
 
@@ -35,7 +39,7 @@ def _field(field, value):
 def assignment_data(assignment: Assignment, *, task: dict) -> dict:
     """The assignment of "next task": its id and round, the round's task type, its status, times and
     seconds left, the worker's own answers (``payload``; the item-terms ``result`` is never sent), the
-    task as ``services.task_view`` built it, and where to submit."""
+    task as ``services.engine.task_view`` built it, and where to submit."""
     return {
         "id": _field(_INTEGER, assignment.pk),
         "round": _field(_INTEGER, assignment.round_id),
@@ -59,7 +63,7 @@ class IsLocalWorkerWithRecord(BasePermission):
     message = NOT_A_WORKER
 
     def has_permission(self, request, view) -> bool:
-        request.crowd_worker = services.local_worker_for(user=request.user)
+        request.crowd_worker = local_worker_for(user=request.user)
         return request.crowd_worker is not None
 
 
@@ -77,11 +81,11 @@ class NextTaskView(CrowdWorkAPIView):
         worker = self.worker(request)
         try:
             # With what the engine, the progress and the warning need about the worker: one query.
-            round = services.read_round_for_worker(round_id=round_id, worker=worker)
+            round = read_round_for_worker(round_id=round_id, worker=worker)
         except CollectionRound.DoesNotExist:
             raise Http404 from None
         with speaking_to(worker=worker, round=round):
-            assignment = services.request_assignment(round=round, worker=worker)
+            assignment = request_assignment(round=round, worker=worker)
             progress = selectors.worker_progress(round=round, worker=worker)
             if assignment is None:
                 return Response(
@@ -89,7 +93,7 @@ class NextTaskView(CrowdWorkAPIView):
                      "detail": str(translation.gettext("There are no more tasks for you in this round."))}
                 )
             # Built before serialising: an item that cannot be shown is refused (and given back) here.
-            task = services.task_view(assignment=assignment)
+            task = task_view(assignment=assignment)
             body = {"assignment": assignment_data(assignment, task=task), "progress": progress}
             warning = selectors.quality_warning(round=round, worker=worker)
             if warning:
@@ -105,7 +109,7 @@ class SubmitView(CrowdWorkAPIView):
     def post(self, request, assignment_id: int):
         worker = self.worker(request)
         # The service answers in the worker's language on the round once the assignment proves to be theirs.
-        outcome = services.submit_assignment(
+        outcome = submit_assignment(
             assignment_id=assignment_id, worker=worker, data=request.data, files=request.FILES
         )
         assignment = outcome.assignment
@@ -127,7 +131,7 @@ class ReturnView(CrowdWorkAPIView):
     """POST: give an open task back without doing it."""
 
     def post(self, request, assignment_id: int):
-        assignment = services.return_assignment(assignment_id=assignment_id, worker=self.worker(request))
+        assignment = return_assignment(assignment_id=assignment_id, worker=self.worker(request))
         return Response({"assignment": assignment.pk, "status": assignment.status})
 
 

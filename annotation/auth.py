@@ -1,5 +1,5 @@
 """The session's user and, for a crowd worker, their worker record and workers-group membership in
-one query: every request of the worker API needs all three (``services.local_worker_for``)."""
+one query: every request of the worker API needs all three (``services.workers.local_worker_for``)."""
 from __future__ import annotations
 
 from django.conf import settings

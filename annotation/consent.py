@@ -1,7 +1,7 @@
 """Study information and consent per round: the researcher's text, and each worker's decision.
 
 The one owner of ``CollectionRound.consent_text`` edits and of ``ConsentDecision`` rows. A round with
-consent text hands out no task (``services.request_assignment``) to a worker whose acceptance of the
+consent text hands out no task (``services.engine.request_assignment``) to a worker whose acceptance of the
 current text is not recorded; a changed text is asked again.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ _UNREAD = object()
 def has_accepted(*, round: CollectionRound, worker: Worker, accepted_sha256=_UNREAD) -> bool:
     """Whether the worker accepted the round's current study information (True when it has none).
     ``accepted_sha256``: the hash of the text of the worker's accepting decision in this round (None for
-    none), when the caller read it already (``services.read_round_for_worker``)."""
+    none), when the caller read it already (``eligibility.read_round_for_worker``)."""
     if not consent_required(round=round):
         return True
     if accepted_sha256 is not _UNREAD:

@@ -16,8 +16,9 @@ from datasets_app.demo import create_demo_data
 from datasets_app.models import AcceptedReference, Instance, InstructionFamily, ReferenceCandidate, ReviewSet
 from projects.services import unassigned_project
 
-from . import services
 from .models import CollectionRound
+from .services.rounds import add_items, create_round, open_round
+from .services.workers import get_or_create_local_worker
 
 DEMO_PREFIX = "Demo: "
 
@@ -64,7 +65,7 @@ def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dic
     group, _created = Group.objects.get_or_create(name=settings.ANNOTATION_WORKER_GROUP)
     for user in worker_users:
         user.groups.add(group)
-        worker = services.get_or_create_local_worker(user=user)
+        worker = get_or_create_local_worker(user=user)
         if not worker.languages:
             # The demo workers rank in both languages; real ones state what they speak.
             worker.languages = ["en", "ja"]
@@ -92,7 +93,7 @@ def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dic
         if existing is not None:
             rounds[key] = existing
             continue
-        round = services.create_round(
+        round = create_round(
             name=name,
             project=project,
             task_type=task_type,
@@ -103,8 +104,8 @@ def create_demo_rounds(*, researcher=None, worker_users=(), project=None) -> dic
             estimated_seconds_per_task=estimate,
             qualification_rules={"language_matched": True} if language_matched else None,
         )
-        services.add_items(round=round, targets=targets())
-        rounds[key] = services.open_round(round=round)
+        add_items(round=round, targets=targets())
+        rounds[key] = open_round(round=round)
     # Chain the VisIT-Bench stages as the task types declare them (``follow_up_type``): new instructions
     # feed the caption round, finished captions get an LLM reference whose check goes to the
     # verification round (docs/pipeline.md).

@@ -18,7 +18,10 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from crowdbench.money import minor_unit, quantize_money
+from crowdbench.state_machine import StateMachine, Transition
 from datasets_app.models import Language
+
+from .errors import InvalidTransition
 
 
 def validate_language_codes(value: object) -> None:
@@ -71,7 +74,7 @@ class Worker(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     # When the worker last opened "My work": reviews after this are new feedback on the work list.
-    # Changed only by ``annotation.services.mark_work_history_seen``.
+    # Changed only by ``annotation.services.workers.mark_work_history_seen``.
     work_history_seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -89,7 +92,7 @@ class Worker(models.Model):
 
 class Qualification(models.Model):
     """A worker allowed onto a project's rounds that ask for qualified workers (``qualified_only``).
-    Granted only through ``annotation.services.grant_qualification``."""
+    Granted only through ``annotation.services.workers.grant_qualification``."""
 
     class Source(models.TextChoices):
         OWNER = "owner", _("Allow-listed by an owner")
@@ -331,6 +334,33 @@ class CollectionRound(models.Model):
         return get_task_type(self.task_type)
 
 
+_R = CollectionRound.Status
+# A round's status (docs/crowd-work.md draws the same table). A paused round hands out no new tasks;
+# work in flight may still be submitted. "complete" and "reopen" are the engine's own
+# (``annotation.services.rounds.AUTOMATIC_ACTIONS``): an open round is complete once every item has
+# its judgments, and open again when a rejection reopens an item or items are added.
+ROUND_STATUS = StateMachine(
+    name="round",
+    statuses=_R.values,
+    initial=[_R.DRAFT],
+    transitions=[
+        Transition("open", frozenset({_R.DRAFT}), _R.OPEN, "the researcher opens it (it has items)"),
+        Transition("pause", frozenset({_R.OPEN}), _R.PAUSED, "no new tasks are handed out"),
+        Transition("resume", frozenset({_R.PAUSED}), _R.OPEN, "tasks are handed out again"),
+        # A draft has no work under way to extend: its settings are still its own to set.
+        Transition("extend", frozenset({_R.OPEN, _R.PAUSED}), None, "more time per task or a higher budget cap"),
+        # More workers may take the round's tasks: restricting qualification rules are dropped.
+        Transition("widen", frozenset({_R.OPEN, _R.PAUSED}), None, "restricting qualification rules are dropped"),
+        Transition("close", frozenset({_R.OPEN, _R.PAUSED, _R.COMPLETE}), _R.CLOSED, "no more work is taken"),
+        Transition("cancel", frozenset({_R.DRAFT, _R.OPEN, _R.PAUSED, _R.COMPLETE}), _R.CANCELLED, "abandoned"),
+        Transition("complete", frozenset({_R.OPEN}), _R.COMPLETE, "its last item has its judgments"),
+        Transition("reopen", frozenset({_R.COMPLETE}), _R.OPEN, "a rejection reopened an item, or items were added"),
+    ],
+    writers=["annotation.services.rounds"],
+    error=InvalidTransition,
+)
+
+
 def round_default(name: str):
     """The default of a round field, for the code that takes a round's settings as arguments."""
     return CollectionRound._meta.get_field(name).get_default()
@@ -470,7 +500,7 @@ class Assignment(models.Model):
 
     class Confirmation(models.TextChoices):
         # Whether the worker's provider confirms that this worker did this assignment; only confirmed
-        # work counts. Changed only by ``annotation.services.record_confirmation``.
+        # work counts. Changed only by ``annotation.services.confirmation.record_confirmation``.
         UNCONFIRMED = "unconfirmed", "Not yet confirmed by the provider"
         CONFIRMED = "confirmed", "Confirmed"
         FORGED = "forged", "Unknown to the provider"
@@ -545,6 +575,60 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.worker}, {self.status})"
+
+
+_A = Assignment.Status
+# An assignment's status (docs/crowd-work.md draws these tables). It starts assigned; the worker
+# submits it or gives it back, or its time runs out. An expired one still takes work that reached its
+# provider in time.
+ASSIGNMENT_STATUS = StateMachine(
+    name="assignment",
+    statuses=_A.values,
+    initial=[_A.ASSIGNED],
+    transitions=[
+        Transition("submit", frozenset({_A.ASSIGNED, _A.EXPIRED}), _A.SUBMITTED, "the worker's answers are stored"),
+        Transition("give_back", frozenset({_A.ASSIGNED}), _A.RETURNED,
+                   "the worker gives it back, or its item cannot be shown"),
+        Transition("expire", frozenset({_A.ASSIGNED}), _A.EXPIRED, "its time limit passed"),
+    ],
+    writers=["annotation.services.engine", "annotation.services.submissions"],
+    error=InvalidTransition,
+)
+
+_V = Assignment.ReviewStatus
+# The review of a submission: awaiting review once submitted, then approved or rejected once.
+ASSIGNMENT_REVIEW = StateMachine(
+    name="submission",
+    field="review_status",
+    statuses=_V.values,
+    initial=[_V.NONE],
+    transitions=[
+        Transition("submit", frozenset({_V.NONE}), _V.SUBMITTED, "submitted work awaits review"),
+        Transition("approve", frozenset({_V.SUBMITTED}), _V.APPROVED, "the researcher (or the payout) approves it"),
+        Transition("reject", frozenset({_V.SUBMITTED}), _V.REJECTED, "rejected: its judgment stops counting"),
+    ],
+    writers=["annotation.services.submissions", "annotation.services.review"],
+    error=InvalidTransition,
+    refused="a submission that is {current} cannot {action}",
+)
+
+_C = Assignment.Confirmation
+# What the worker's provider says about the assignment. Confirmed is final; a submission first judged
+# unknown to the provider still counts if the provider later shows it (e.g. a listing that lagged).
+ASSIGNMENT_CONFIRMATION = StateMachine(
+    name="assignment",
+    field="confirmation",
+    statuses=_C.values,
+    # A worker logged in to the platform is who they say; a provider's worker waits for the provider.
+    initial=[_C.CONFIRMED, _C.UNCONFIRMED],
+    transitions=[
+        Transition("confirm", frozenset({_C.UNCONFIRMED, _C.FORGED}), _C.CONFIRMED, "the provider shows the work"),
+        Transition("forge", frozenset({_C.UNCONFIRMED}), _C.FORGED, "the provider does not know the work"),
+    ],
+    writers=["annotation.services.engine", "annotation.services.confirmation"],
+    error=InvalidTransition,
+    refused="an assignment that is {current} cannot {action}",
+)
 
 
 class ConsentDecision(models.Model):

@@ -28,8 +28,9 @@ from datasets_app.reference_generation import (
 from llm.client import configured_model
 from llm.params import LLMRunParams
 
-from . import services
+from .errors import InvalidTransition
 from .models import CollectionRound, WorkItem, round_default
+from .services.rounds import ACTIVE_STATUSES, add_items, create_round, open_round
 from .task_types import get_task_type, stage_task_type
 
 logger = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ INHERITED_SETTINGS = (
 )
 NOT_INHERITED_RULES = ("qualifies_for_project",)
 # Rounds that still take items: a complete one reopens for the items fed to it.
-USABLE = (CollectionRound.Status.DRAFT, *services.ACTIVE_STATUSES)
+USABLE = (CollectionRound.Status.DRAFT, *ACTIVE_STATUSES)
 
 
 # An instance awaits its LLM reference, for the verification round given (``instance_id``,
@@ -82,8 +83,8 @@ def caption_new_instances(*, item: WorkItem, caption_round: CollectionRound) -> 
     if not instances:
         return
     try:
-        services.add_items(round=caption_round, targets=list(instances))
-    except services.InvalidTransition as error:  # closed between the check and the lock
+        add_items(round=caption_round, targets=list(instances))
+    except InvalidTransition as error:  # closed between the check and the lock
         logger.warning("round %s: follow-up round %s: %s", item.round_id, caption_round.pk, error)
 
 
@@ -123,7 +124,7 @@ def create_follow_up_round(*, after: CollectionRound | None, task_type: str, pro
     It belongs to the project of ``after`` (the round it follows), or to ``project`` (the project of
     its targets) when it follows none or one of no project, and takes the settings of ``after``
     listed in ``INHERITED_SETTINGS`` and its qualification rules (defaults without one); ``settings``
-    (``services.create_round`` arguments) override them. A draft: the caller adds items and opens it.
+    (``services.rounds.create_round`` arguments) override them. A draft: the caller adds items and opens it.
     """
     inherited = {field: getattr(after, field) for field in INHERITED_SETTINGS} if after else {}
     if after is not None:
@@ -138,7 +139,7 @@ def create_follow_up_round(*, after: CollectionRound | None, task_type: str, pro
     default_name = f"{task_type.replace('_', ' ').capitalize()} after {after.name}" if after else (
         f"{task_type.replace('_', ' ').capitalize()} {stamp}"
     )
-    return services.create_round(
+    return create_round(
         name=name or default_name, task_type=task_type, workers_per_item=workers_per_item, project=project,
         **{**inherited, **{key: value for key, value in settings.items() if value is not None}},
     )
@@ -229,11 +230,11 @@ def open_verification_items(
                     caption_round.save(update_fields=["follow_up_round"])
         by_round.setdefault(target.pk, (target, []))[1].append(candidate)
     for round_id, (target, members) in by_round.items():
-        items = services.add_items(round=target, targets=members)
+        items = add_items(round=target, targets=members)
         report.items[round_id] = [item.pk for item in items]
     for new_round in new_rounds:
         if new_round.pk in by_round:
-            services.open_round(round=new_round)
+            open_round(round=new_round)
             report.opened_rounds.append(new_round.pk)
     return report
 
@@ -334,9 +335,9 @@ def recaption_discarded(
         round.save(update_fields=["follow_up_round"])
     for instance in instances:
         instance_status.recaption(instance)
-    services.add_items(round=round, targets=instances)
+    add_items(round=round, targets=instances)
     if open:
-        round = services.open_round(round=round)
+        round = open_round(round=round)
     return RecaptionReport(round=round, instance_ids=[instance.pk for instance in instances])
 
 

@@ -17,12 +17,13 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from . import services
+from .errors import CrowdWorkError
 from .models import CollectionRound, WorkItem
+from .services.rounds import add_items, create_round
 from .task_types import REGISTRY, get_task_type
 from .task_types.sources import MAX_PLAN_ITEMS, MAX_SEED, BadItemSource, ItemSpec
 
-class BadRoundSettings(services.CrowdWorkError):
+class BadRoundSettings(CrowdWorkError):
     """The round's settings were refused; nothing was created."""
 
     status_code = 400
@@ -141,7 +142,7 @@ def add_items_from_source(*, round: CollectionRound, source: str, params: dict |
         locked = CollectionRound.objects.select_for_update().get(pk=round.pk)
         plan = plan_items(project=locked.project, task_type=locked.task_type, source=source, params=params,
                           language=locked.language)
-        services.add_items(round=locked, targets=[spec.target for spec in plan.specs],
+        add_items(round=locked, targets=[spec.target for spec in plan.specs],
                            gold_answers=gold_by_index(gold_answers, items=len(plan)))
         get_task_type(locked.task_type).source(source).after_added(round=locked, params=plan.params, items=len(plan))
     return plan
@@ -171,10 +172,10 @@ def gold_by_index(gold_answers: Any, *, items: int) -> dict[int, dict]:
 @transaction.atomic
 def create_round_from_source(*, project, created_by, settings: dict, source: str, params: dict | None,
                              gold_answers: dict | None = None) -> tuple[CollectionRound, ItemPlan]:
-    """A draft round of ``project`` with ``settings`` (the ``services.create_round`` arguments) and the
+    """A draft round of ``project`` with ``settings`` (the ``services.rounds.create_round`` arguments) and the
     items of ``source``; nothing is kept when either is refused."""
     try:
-        round = services.create_round(project=project, created_by=created_by, **settings)
+        round = create_round(project=project, created_by=created_by, **settings)
     except ValidationError as error:
         problems = "; ".join(f"{name}: {' '.join(messages)}" for name, messages in error.message_dict.items())
         raise BadRoundSettings(f"round settings refused: {problems}") from None

@@ -15,7 +15,9 @@ from django.utils.translation import gettext as _
 from crowdbench.money import MoneySum, quantize_money
 
 from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
-from .services import _BROKEN_ITEM_ERRORS, worker_facts
+from .eligibility import (check_worker_may_work, check_worker_meets_rules, failed_checks, judgments_needed,
+                          qualifying_result, worker_facts)
+from .errors import BROKEN_ITEM_ERRORS, CrowdWorkError
 from .task_types import get_task_type, task_types_yielding
 
 logger = logging.getLogger(__name__)
@@ -156,7 +158,6 @@ def work_list_for_worker(*, worker: Worker) -> list[WorkOffer]:
 
     A fixed number of queries, however many rounds are open.
     """
-    from .services import CrowdWorkError, check_worker_may_work
 
     if worker.is_blocked:
         return []
@@ -239,7 +240,6 @@ def _offer(*, round: CollectionRound, durations: list[float], tasks_left: int) -
 def quality_warning(*, round: CollectionRound, worker: Worker) -> str:
     """The round's warning to a worker who failed as many check questions as its policy allows
     before warning (empty otherwise)."""
-    from .services import failed_checks
 
     policy = round.quality_policy
     warn_after, stop_after = policy["warn_after_failed_checks"], policy["stop_after_failed_checks"]
@@ -327,9 +327,8 @@ def slots_still_needed(*, round: CollectionRound) -> dict[int, int]:
 
 def eligible_workers(*, round: CollectionRound) -> list[Worker]:
     """The workers the platform knows whom the round's rules let take its tasks
-    (``services.check_worker_meets_rules``, whatever the round's status), and who have not reached
+    (``eligibility.check_worker_meets_rules``, whatever the round's status), and who have not reached
     its per-worker limit. Workers a provider has not sent yet are not among them."""
-    from .services import CrowdWorkError, check_worker_meets_rules
 
     in_round = Assignment.objects.filter(round=round, worker=OuterRef("pk"))
     workers = (
@@ -362,7 +361,6 @@ def items_without_eligible_worker(*, round: CollectionRound) -> list[WorkItem]:
     eligible worker (``eligible_workers``) remains: every one of them already had the item (did it,
     gave it back, was rejected on it). Only a change unblocks them: more workers or time, wider
     eligibility, or closing the round. In position order."""
-    from .services import judgments_needed
 
     waiting = list(
         round.items.filter(completed_at__isnull=True)
@@ -392,7 +390,7 @@ def submission_review(*, assignment: Assignment) -> dict:
     handler = get_task_type(assignment.round.task_type)
     try:
         return {"template": handler.review_template_name, "review": handler.review_context(assignment)}
-    except _BROKEN_ITEM_ERRORS:
+    except BROKEN_ITEM_ERRORS:
         logger.exception("assignment %s: its submission cannot be shown for review", assignment.pk)
         return {"error": "This submission's item no longer fits its task type; it cannot be shown."}
 
@@ -400,7 +398,6 @@ def submission_review(*, assignment: Assignment) -> dict:
 def qualifying_feedback(*, round: CollectionRound, worker: Worker) -> dict | None:
     """In a qualifying round: what the worker is told about their last answer and, once every item
     is answered, whether they qualified; None in other rounds or before the first answer."""
-    from .services import qualifying_result
 
     result = qualifying_result(round=round, worker=worker)
     if result is None or not result["answers"]:

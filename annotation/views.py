@@ -12,11 +12,15 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
-from . import consent, selectors, services
+from . import consent, selectors
+from .eligibility import check_worker_may_work, read_round_for_worker
+from .errors import CrowdWorkError
 from .forms import ConsentDecisionForm, WorkerLanguagesForm
 from .languages import speaking_to
 from .models import CollectionRound
 from .permissions import NOT_A_WORKER
+from .services.engine import request_assignment, task_view
+from .services.workers import local_worker_for, mark_work_history_seen, set_worker_languages
 
 
 def _refuse(request, message: str, status: int):
@@ -30,7 +34,7 @@ def worker_required(view):
     @login_required
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        worker = services.local_worker_for(user=request.user)
+        worker = local_worker_for(user=request.user)
         if worker is None:
             return _refuse(request, NOT_A_WORKER, 403)
         return view(request, *args, worker=worker, **kwargs)
@@ -55,7 +59,7 @@ def work_history(request, worker):
     page = Paginator(selectors.work_history(worker=worker), WORK_HISTORY_PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"page": page, "earnings": selectors.earnings(worker=worker),
                "records": selectors.work_records(page.object_list, seen_before=worker.work_history_seen_at)}
-    services.mark_work_history_seen(worker=worker)
+    mark_work_history_seen(worker=worker)
     return render(request, "annotation/work_history.html", context)
 
 
@@ -65,7 +69,7 @@ def worker_settings(request, worker):
     """The worker states the languages they work in; rounds for speakers of a language follow."""
     form = WorkerLanguagesForm(request.POST if request.method == "POST" else None, initial={"languages": worker.languages})
     if request.method == "POST" and form.is_valid():
-        services.set_worker_languages(worker=worker, languages=form.cleaned_data["languages"])
+        set_worker_languages(worker=worker, languages=form.cleaned_data["languages"])
         messages.success(request, _("Your languages are saved."))
         return redirect("annotation:work-list")
     return render(request, "annotation/settings.html", {"form": form}, status=400 if form.errors else 200)
@@ -79,7 +83,7 @@ def consent_page(request, round_id: int, worker):
     if not consent.consent_required(round=round):
         return redirect("annotation:round", round.pk)
     with speaking_to(worker=worker, round=round):
-        services.check_worker_may_work(round=round, worker=worker)
+        check_worker_may_work(round=round, worker=worker)
         form = ConsentDecisionForm(request.POST if request.method == "POST" else None)
         if request.method == "POST" and form.is_valid():
             consent.record_decision(round=round, worker=worker, accepted=form.accepted)
@@ -96,7 +100,7 @@ def round_page(request, round_id: int, worker):
     worker's language around it."""
     try:
         # With what the engine, the progress and the warning need about the worker: one query.
-        round = services.read_round_for_worker(round_id=round_id, worker=worker)
+        round = read_round_for_worker(round_id=round_id, worker=worker)
     except CollectionRound.DoesNotExist:
         raise Http404 from None
     if round.status == CollectionRound.Status.OPEN and not consent.has_accepted(
@@ -104,14 +108,14 @@ def round_page(request, round_id: int, worker):
         return redirect("annotation:consent", round.pk)
     with speaking_to(worker=worker, round=round):
         try:
-            assignment = services.request_assignment(round=round, worker=worker)
+            assignment = request_assignment(round=round, worker=worker)
             progress = selectors.worker_progress(round=round, worker=worker)
             feedback = selectors.qualifying_feedback(round=round, worker=worker)
             if assignment is None:
                 return render(request, "annotation/no_task.html",
                               {"round": round, "progress": progress, "feedback": feedback})
-            task = services.task_view(assignment=assignment)
-        except services.CrowdWorkError as error:
+            task = task_view(assignment=assignment)
+        except CrowdWorkError as error:
             return _refuse(request, error.message, error.status_code)
         return render(
             request,

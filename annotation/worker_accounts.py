@@ -10,7 +10,7 @@ from projects.accounts import create_account, one_time_link
 from projects.permissions import require_owner
 
 from .models import Qualification, Worker
-from .services import get_or_create_local_worker, grant_qualification, set_worker_languages
+from .services.workers import get_or_create_local_worker, grant_qualification, set_worker_languages
 
 
 @transaction.atomic

@@ -3,7 +3,7 @@
 A throw-away SQLite database gets pairwise rounds of 200 items with known answers (plus 50 gold
 items among them, one in five, for the quality-control runs). A crowd of 40 local workers — 70 %
 careful (right with probability 0.9) and 30 % random clickers — takes tasks in turns through
-``annotation.services.request_assignment`` / ``submit_assignment``, exactly as the worker pages do.
+``annotation.services.engine.request_assignment`` / ``submit_assignment``, exactly as the worker pages do.
 
 Four runs, same crowd and seed:
 
@@ -78,7 +78,7 @@ def build_pairs(n: int):
 def crowd(rng: random.Random, tag: str):
     from django.contrib.auth import get_user_model
 
-    from annotation.services import get_or_create_local_worker
+    from annotation.services.workers import get_or_create_local_worker
 
     careful = round(WORKERS * CAREFUL_SHARE)
     kinds = ["careful"] * careful + ["random"] * (WORKERS - careful)
@@ -89,8 +89,12 @@ def crowd(rng: random.Random, tag: str):
 
 
 def simulate(*, adaptive: bool, quality_control: bool, seed: int) -> dict:
-    from annotation import services
+    from annotation.eligibility import failed_checks
+    from annotation.errors import NotQualified
     from annotation.models import Assignment
+    from annotation.services.engine import request_assignment
+    from annotation.services.rounds import add_items, create_round, open_round, overlap_savings
+    from annotation.services.submissions import submit_assignment
     from providers.review import REJECT, review_submissions
     from providers.services import block_worker
     from quality.models import WorkerQuality
@@ -103,11 +107,11 @@ def simulate(*, adaptive: bool, quality_control: bool, seed: int) -> dict:
     gold = {p for p in range(total) if quality_control and p % (GOLD_EVERY + 1) == GOLD_EVERY}
     rules = ({"stop_after_failed_checks": STOP_AFTER_FAILED_CHECKS} if quality_control
              else {"stop_after_failed_checks": 0, "warn_after_failed_checks": 0})
-    round = services.create_round(name=tag, task_type="pairwise", workers_per_item=5,
+    round = create_round(name=tag, task_type="pairwise", workers_per_item=5,
                                   min_workers_per_item=3 if adaptive else None, qualification_rules=rules)
-    services.add_items(round=round, targets=build_pairs(total),
+    add_items(round=round, targets=build_pairs(total),
                        gold_answers={p: {"winner": truth[p]} for p in gold})
-    services.open_round(round=round)
+    open_round(round=round)
     workers = crowd(random.Random(seed), tag)  # the same crowd in every run
     active = list(workers)
     # Common random numbers: what each worker answers on each item is drawn once per seed, so the
@@ -122,8 +126,8 @@ def simulate(*, adaptive: bool, quality_control: bool, seed: int) -> dict:
             rng.shuffle(active)
             for worker, kind in list(active):
                 try:
-                    assignment = services.request_assignment(round=round, worker=worker, rng=rng)
-                except services.NotQualified:  # stopped by the round's policy, or blocked
+                    assignment = request_assignment(round=round, worker=worker, rng=rng)
+                except NotQualified:  # stopped by the round's policy, or blocked
                     active.remove((worker, kind))
                     continue
                 if assignment is None:
@@ -134,7 +138,7 @@ def simulate(*, adaptive: bool, quality_control: bool, seed: int) -> dict:
                 draw = answers[index[worker.pk]][position]
                 wanted = right if draw < (CAREFUL_ACCURACY if kind == "careful" else 0.5) else wrong
                 choice = "left" if assignment.presentation["left"] == wanted else "right"
-                services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
+                submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
                 handed_out += 1
             if not handed_out:
                 return
@@ -143,7 +147,7 @@ def simulate(*, adaptive: bool, quality_control: bool, seed: int) -> dict:
     while quality_control:
         recompute_round_quality(round=round)
         stopped = {w.pk for w, _kind in workers
-                   if services.failed_checks(round=round, worker=w) >= STOP_AFTER_FAILED_CHECKS}
+                   if failed_checks(round=round, worker=w) >= STOP_AFTER_FAILED_CHECKS}
         scored = WorkerQuality.objects.filter(round=round)
         poor = set(scored.filter(gold_answers__gte=MIN_GOLD_ANSWERS, gold_accuracy__lt=MIN_GOLD_ACCURACY)
                    .values_list("worker", flat=True))
@@ -172,7 +176,7 @@ def simulate(*, adaptive: bool, quality_control: bool, seed: int) -> dict:
     counted = Assignment.objects.counted().filter(round=round).count()
     return {"run": tag, "accuracy": right / ITEMS, "submitted": submitted, "counted": counted,
             "rejected": submitted - counted, "open_items": round.items.filter(completed_at__isnull=True).count(),
-            "saved": services.overlap_savings(round=round)["saved"]}
+            "saved": overlap_savings(round=round)["saved"]}
 
 
 def main(argv=None) -> int:

@@ -125,7 +125,7 @@ def round_field(name: str, **overrides) -> forms.Field:
 
 
 class RoundSettingsForm(forms.Form):
-    """The settings of a new round (the ``annotation.services.create_round`` arguments) and what its
+    """The settings of a new round (the ``annotation.services.rounds.create_round`` arguments) and what its
     cost estimate assumes (provider, expected seconds per task)."""
 
     name = round_field("name")
@@ -197,7 +197,7 @@ class WidenEligibilityForm(forms.Form):
     rules = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Drop these rules")
 
     def __init__(self, *args, round, **kwargs):
-        from annotation.services import WIDENING_RULES
+        from annotation.services.rounds import WIDENING_RULES
 
         super().__init__(*args, **kwargs)
         present = round.qualification_rules or {}

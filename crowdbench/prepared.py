@@ -10,6 +10,11 @@ the same rows back (model instances with ``select_related`` and annotations, or 
 Parameters are ``int`` or ``str`` values compared with ``=`` (ids, statuses): a lookup that
 transforms its value (``__contains``, ``__iexact`` on some databases) would not show the stand-in
 unchanged, and compiling refuses it.
+
+Binding reaches into the ORM's compiler (its ``as_sql``, ``select``, ``col_count`` and converters),
+which Django does not promise to keep: it runs only on the Django versions it was checked against
+(``COMPILER_INTERNALS_DJANGO``, pinned by ``tests/test_django_internals.py``). On any other version
+every query is built and run by the ORM as usual: slower, never wrong.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import threading
 import weakref
 from collections.abc import Callable, Hashable
 
+import django
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.transaction import TransactionManagementError
 from django.db.models import QuerySet
@@ -27,6 +33,17 @@ from django.db.models import QuerySet
 _INT_STAND_IN = 2_147_000_000
 _BIGINT_MIN, _BIGINT_MAX = -(2**63), 2**63 - 1
 _STR_STAND_IN = "\x1eprepared-parameter-{}\x1e"
+
+
+# The Django versions (major, minor) whose compiler internals this module and the engine's one-statement
+# claim (``annotation.services.engine._insert_if_slot_free``) were checked against. A new version is
+# added only after re-checking both (the test names what to run).
+COMPILER_INTERNALS_DJANGO = frozenset({(5, 2)})
+
+
+def compiler_internals_supported() -> bool:
+    """Whether the running Django is one the compiler-internals code was checked against."""
+    return tuple(django.VERSION[:2]) in COMPILER_INTERNALS_DJANGO
 
 
 class PreparedQueryError(Exception):
@@ -68,6 +85,8 @@ class PreparedQuery:
         self._lock = threading.Lock()
 
     def all(self, shape: Hashable = None, *, using: str = DEFAULT_DB_ALIAS, **params) -> list:
+        if not compiler_internals_supported():
+            return list(self.build(shape, **params).using(using))  # the ORM's own way
         compiled = self._compiled_for(shape, using)
         bound = self._bind(compiled, params)
         return [] if bound is None else list(_bound_queryset(compiled, using, bound))
@@ -79,6 +98,12 @@ class PreparedQuery:
     def sql(self, shape: Hashable = None, *, using: str = DEFAULT_DB_ALIAS, **params) -> tuple[str, tuple] | None:
         """The SQL and its bound parameters, to use inside a statement of one's own; None when an id
         is beyond any column's range (nothing can match)."""
+        if not compiler_internals_supported():
+            for value in params.values():
+                if isinstance(value, int) and not _BIGINT_MIN <= value <= _BIGINT_MAX:
+                    return None
+            sql, bound = self.build(shape, **params).query.get_compiler(using=using).as_sql()
+            return sql, tuple(bound)
         compiled = self._compiled_for(shape, using)
         bound = self._bind(compiled, params)
         return None if bound is None else (compiled.sql, bound)

@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from crowdbench.prepared import PreparedQuery
+from crowdbench.state_machine import StateMachine, Transition, TransitionRefused
 
 from .image_urls import encode_url
 
@@ -207,6 +208,40 @@ class Instance(models.Model):
     @property
     def is_multi_image(self) -> bool:
         return self.family.is_multi_image
+
+
+class StatusConflict(TransitionRefused):
+    """The instance is not in a status this step may move it from."""
+
+
+_S = Instance.Status
+# An instance's pipeline status, one row per edge (docs/pipeline.md draws the same table). Crowd-written
+# and demo instances start awaiting captions; the import and the demo also bring instances that
+# already have a candidate or a final verdict.
+INSTANCE_STATUS = StateMachine(
+    name="instance",
+    statuses=_S.values,
+    initial=[_S.AWAITING_CAPTION, _S.AWAITING_REFERENCE, _S.AWAITING_VERIFICATION, _S.VERIFIED, _S.DISCARDED],
+    transitions=[
+        Transition("captions_chosen", frozenset({_S.AWAITING_CAPTION}), _S.AWAITING_REFERENCE,
+                   "a caption item completed; its chosen captions became current"),
+        Transition("candidate_written", frozenset({_S.AWAITING_REFERENCE}), _S.AWAITING_VERIFICATION,
+                   "the LLM wrote a reference candidate"),
+        Transition("verified", frozenset({_S.AWAITING_VERIFICATION, _S.DISCARDED}), _S.VERIFIED,
+                   "a verification verdict of correct (or a revised one after a rejected judgment)"),
+        Transition("discarded", frozenset({_S.AWAITING_VERIFICATION, _S.VERIFIED, _S.DISCARDED}), _S.DISCARDED,
+                   "a verification verdict of incorrect, harmful or no majority (or a revised one)"),
+        Transition("verdict_withdrawn", frozenset({_S.VERIFIED, _S.DISCARDED}), _S.AWAITING_VERIFICATION,
+                   "a judgment behind the verdict was rejected and the item is open again"),
+        Transition("recaption", frozenset({_S.DISCARDED}), _S.AWAITING_CAPTION,
+                   "a discarded instance goes to a new caption round"),
+        Transition("regenerate", frozenset({_S.DISCARDED}), _S.AWAITING_REFERENCE,
+                   "a discarded instance gets a new reference candidate"),
+    ],
+    writers=["datasets_app.instance_status"],
+    error=StatusConflict,
+    refused="instance {subject} is {current}; {event} only applies to {sources}",
+)
 
 
 class InstanceImage(models.Model):

@@ -102,13 +102,6 @@ class JudgedBattle(models.Model):
         return f"{self.model_a} vs {self.model_b} on instance {self.instance_id}: {self.winner} ({self.judge_model})"
 
 
-class BattleOrigin(models.TextChoices):
-    """Where a human battle comes from; the two are never confused."""
-
-    COLLECTED = "collected", "Collected on the platform (pairwise rounds)"
-    IMPORTED = "imported", "Imported from a published pairwise-preference file"
-
-
 class ImportedPreference(models.Model):
     """One published human pairwise judgment, imported from a file (VisIT-Bench's pairwise
     preference CSV). It feeds the human ratings with origin ``imported``; it is not crowd work

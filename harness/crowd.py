@@ -25,7 +25,7 @@ def build_round(*, items: int, overlap: int, workers: int, name: str = "Load"):
     from django.contrib.auth.hashers import make_password
     from django.contrib.auth.models import Group, User
 
-    from annotation import services
+    from annotation.services.rounds import add_items, create_round, open_round
     from datasets_app.instance_status import new_instance
     from datasets_app.models import Instance, InstructionFamily, ModelOutput, Source
 
@@ -44,10 +44,10 @@ def build_round(*, items: int, overlap: int, workers: int, name: str = "Load"):
         for instance in instances for model in ("model-a", "model-b")
     ])
     pairs = [(outputs[2 * n], outputs[2 * n + 1]) for n in range(items)]
-    round = services.create_round(name=f"{name} round", task_type="pairwise", workers_per_item=overlap,
+    round = create_round(name=f"{name} round", task_type="pairwise", workers_per_item=overlap,
                                   time_limit_seconds=600)
-    services.add_items(round=round, targets=pairs)
-    services.open_round(round=round)
+    add_items(round=round, targets=pairs)
+    open_round(round=round)
     group, _ = Group.objects.get_or_create(name=settings.ANNOTATION_WORKER_GROUP)
     hashed = make_password(PASSWORD)
     users = User.objects.bulk_create([User(username=f"load{n}", password=hashed) for n in range(workers)])

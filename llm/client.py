@@ -53,6 +53,7 @@ from .images import ImageSource, image_url, vision_message
 from .models import LLMCall, LLMRun
 from .rate_limits import RateController, RateGate
 from .selectors import successful_calls_by_hash
+from .services import new_call, save_call
 
 __all__ = [
     "BatchResults",
@@ -251,17 +252,7 @@ class _Recorder:
     @staticmethod
     def _save_one_by_one(rows: list[tuple[_Outcome, LLMCall]]) -> None:
         for _, row in rows:
-            row.pk = None
-            try:
-                with transaction.atomic():
-                    row.save()
-            except IntegrityError:
-                # Another process stored a success for this request meanwhile. Keep ours (it was
-                # paid for) as a non-cache row so spending still adds up.
-                row.pk = None
-                row.status = LLMCall.Status.FAILED
-                row.error = "an identical request succeeded concurrently; this response was not cached"
-                row.save()
+            save_call(row)
 
     def _report(self, batch: list[_Outcome]) -> BaseException | None:
         if self.progress is None or self.progress_error is not None:
@@ -276,7 +267,8 @@ class _Recorder:
 
     def _row(self, outcome: _Outcome) -> LLMCall:
         call, result = outcome.call, outcome.result
-        return LLMCall(
+        return new_call(
+            ok=result.ok,
             run=self.run,
             request_hash=call.request_hash,
             endpoint=call.request.endpoint,
@@ -285,7 +277,6 @@ class _Recorder:
             template_name=call.request.template_name,
             template_version=call.request.template_version,
             request=storable_body(call.body),
-            status=LLMCall.Status.OK if result.ok else LLMCall.Status.FAILED,
             http_status=result.http_status,
             response=result.response,
             response_text=result.text or "",

@@ -10,6 +10,8 @@ from decimal import Decimal
 from django.db import models
 from django.db.models import Q
 
+from crowdbench.state_machine import StateMachine, Transition
+
 # ``{name}`` is a placeholder; ``{{`` and ``}}`` are literal braces. Any other brace (JSON examples in
 # a judge prompt, say) is left alone, so templates need no escaping beyond the placeholder syntax.
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -144,3 +146,17 @@ class LLMCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint} {self.model} {self.status} #{self.pk}"
+
+
+_L = LLMCall.Status
+# A call's status (docs/llm.md draws the same table): stored ok or failed; an ok answer the caller
+# could not use is rejected later, which takes it out of the response cache.
+LLM_CALL_STATUS = StateMachine(
+    name="LLM call",
+    statuses=_L.values,
+    initial=[_L.OK, _L.FAILED],
+    transitions=[
+        Transition("reject", frozenset({_L.OK}), _L.REJECTED, "the caller could not use the answer"),
+    ],
+    writers=["llm.services"],
+)

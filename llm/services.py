@@ -1,4 +1,4 @@
-"""Writes: prompt template versions, runs, and rejected answers."""
+"""Writes: prompt template versions, runs, and the calls' records (the one writer of ``LLMCall.status``)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -6,8 +6,10 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 
+from crowdbench.transitions import move_all
+
 from .calls import RenderedPrompt
-from .models import LLMCall, LLMRun, PromptTemplate
+from .models import LLM_CALL_STATUS, LLMCall, LLMRun, PromptTemplate
 
 
 @transaction.atomic
@@ -71,6 +73,23 @@ def reject_answers(*, call_ids: Iterable[int | None], reason: str) -> int:
     """Mark stored answers as unusable: they stay on record but leave the response cache, so the
     same request is sent again next time. Returns how many calls were marked."""
     ids = [call_id for call_id in call_ids if call_id is not None]
-    return LLMCall.objects.filter(pk__in=ids, status=LLMCall.Status.OK).update(
-        status=LLMCall.Status.REJECTED, error=reason[:2000]
-    )
+    return move_all(LLMCall.objects.filter(pk__in=ids), LLM_CALL_STATUS, "reject", error=reason[:2000])
+
+
+def new_call(*, ok: bool, **fields) -> LLMCall:
+    """The unsaved record of one call, ok or failed (``bulk_create`` stores many at once)."""
+    return LLMCall(status=LLM_CALL_STATUS.check_initial(LLMCall.Status.OK if ok else LLMCall.Status.FAILED), **fields)
+
+
+def save_call(row: LLMCall) -> None:
+    """Store one call's record. When another process stored a success for the same request meanwhile,
+    keep ours (it was paid for) as a failure, out of the response cache, so spending still adds up."""
+    row.pk = None
+    try:
+        with transaction.atomic():
+            row.save()
+    except IntegrityError:
+        row.pk = None
+        row.status = LLM_CALL_STATUS.check_initial(LLMCall.Status.FAILED)
+        row.error = "an identical request succeeded concurrently; this response was not cached"
+        row.save()

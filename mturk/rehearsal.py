@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from annotation import services as crowd
+from annotation.errors import CrowdWorkError
 from annotation.models import CollectionRound
 from providers import services
 from providers.base import Rehearsal, money
@@ -38,7 +38,7 @@ def simulate_mturk_worker(*, fake, round: CollectionRound, worker_id: str, rng: 
                 round=round, worker=worker, item=hit.item, provider_assignment_id=assignment_id,
                 provider_task_id=hit.hit_id, now=started, provider=provider,
             )
-        except crowd.CrowdWorkError:
+        except CrowdWorkError:
             assignment = None  # the page would show the reason; the worker returns the HIT
         if assignment is None:
             fake.return_assignment(assignment_id)

@@ -10,10 +10,12 @@ from django.views.decorators.csrf import csrf_exempt
 from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_exempt
 
-from annotation import services as crowd
+from annotation.errors import BrokenItem, CrowdWorkError
 from annotation.languages import worker_language
 from crowdbench.csp import csp_replace
 from annotation.models import CollectionRound
+from annotation.services.engine import task_preview
+from crowdbench.csp import csp_replace
 from providers import services
 from providers.views import consent_gate, refuse, render_task_page
 
@@ -50,8 +52,8 @@ def task(request, round_id: int):
             # Preview: the task read-only on an unsaved assignment (nothing is reserved); an item
             # that no longer fits is refused, never a 500.
             try:
-                _preview, task = crowd.task_preview(item=hit.item)
-            except crowd.BrokenItem:
+                _preview, task = task_preview(item=hit.item)
+            except BrokenItem:
                 return refuse(request, _("This task cannot be shown. Please return the HIT."), 409)
             return render(request, "mturk/preview.html",
                           {"round": round, "handler": round.task_type_handler, "task": task})
@@ -69,7 +71,7 @@ def task(request, round_id: int):
             assignment = services.request_provider_assignment(
                 round=round, worker=worker, item=hit.item, provider_assignment_id=assignment_id,
                 provider_task_id=hit.hit_id)
-        except crowd.CrowdWorkError as error:
+        except CrowdWorkError as error:
             return refuse(request, error.message, error.status_code)
         if assignment is None:
             return refuse(request, _("This task is no longer available. Please return the HIT."), 409)

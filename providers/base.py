@@ -245,7 +245,7 @@ class CrowdProvider(abc.ABC):
         """The paused round was resumed: let workers start its tasks on the platform again."""
 
     def extend(self, *, publication: Publication, round: CollectionRound) -> None:
-        """The round was extended (``annotation.services.extend_round``): give its tasks on the platform
+        """The round was extended (``annotation.services.rounds.extend_round``): give its tasks on the platform
         more time where the platform limits it (MTurk HIT lifetimes). Platforms whose tasks run until
         they are stopped (Prolific studies) and the local provider have nothing to do."""
 

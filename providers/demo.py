@@ -14,8 +14,9 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from annotation import services as crowd
 from annotation.models import CollectionRound
+from annotation.services.engine import request_assignment
+from annotation.services.workers import get_or_create_local_worker, set_worker_languages
 
 from .dry_run import accept_study_information, save_simulated_answers, task_seconds
 
@@ -42,9 +43,9 @@ def _crowd_workers(size: int) -> list:
         if created:
             user.set_unusable_password()
             user.save(update_fields=["password"])
-        worker = crowd.get_or_create_local_worker(user=user)
+        worker = get_or_create_local_worker(user=user)
         if not worker.languages:
-            worker = crowd.set_worker_languages(worker=worker, languages=["en", "ja"])
+            worker = set_worker_languages(worker=worker, languages=["en", "ja"])
         workers.append(worker)
     return workers
 
@@ -55,7 +56,7 @@ def _work_round(*, round: CollectionRound, worker, rng: random.Random) -> int:
     done = 0
     while True:
         started = timezone.now()
-        assignment = crowd.request_assignment(round=round, worker=worker, now=started, rng=rng)
+        assignment = request_assignment(round=round, worker=worker, now=started, rng=rng)
         if assignment is None:
             return done
         seconds = task_seconds(rng=rng, median_seconds=MEDIAN_SECONDS, time_limit=round.time_limit_seconds)

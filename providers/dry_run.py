@@ -18,8 +18,8 @@ from decimal import Decimal
 from django.db import transaction
 
 from annotation import consent
-from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound
+from annotation.services.submissions import submit_assignment
 from crowdbench.money import format_money
 
 from . import services
@@ -50,7 +50,7 @@ def save_simulated_answers(*, assignment: Assignment, rng, accuracy: float, star
                            seconds: float) -> dict:
     """A simulated worker's answers, stored here as the worker page would store them."""
     answers = simulated_answer(assignment=assignment, rng=rng, accuracy=accuracy)
-    crowd.submit_assignment(assignment_id=assignment.pk, worker=assignment.worker, data=answers,
+    submit_assignment(assignment_id=assignment.pk, worker=assignment.worker, data=answers,
                             now=started + timedelta(seconds=seconds))
     return answers
 

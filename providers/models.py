@@ -9,6 +9,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from crowdbench.state_machine import StateMachine, Transition
+
 
 class Publication(models.Model):
     class Status(models.TextChoices):
@@ -32,6 +34,22 @@ class Publication(models.Model):
 
     def __str__(self) -> str:
         return f"round {self.round_id} on {self.provider} ({self.status})"
+
+
+_P = Publication.Status
+# A publication's status (docs/providers.md draws the same table): publishing until the provider holds
+# the round's tasks, expired once no new work is taken there (its submitted work can still be reviewed).
+PUBLICATION_STATUS = StateMachine(
+    name="publication",
+    statuses=_P.values,
+    initial=[_P.PUBLISHING],
+    transitions=[
+        Transition("publish", frozenset({_P.PUBLISHING}), _P.PUBLISHED, "the provider holds the round's tasks"),
+        Transition("expire", frozenset({_P.PUBLISHING, _P.PUBLISHED}), _P.EXPIRED,
+                   "the round closed or was cancelled: no new work there"),
+    ],
+    writers=["providers.services"],
+)
 
 
 class BonusPayment(models.Model):
@@ -64,3 +82,20 @@ class BonusPayment(models.Model):
 
     def __str__(self) -> str:
         return f"bonus {self.amount} {self.currency} to {self.worker_id} ({self.status})"
+
+
+_B = BonusPayment.Status
+# A bonus's status (docs/providers.md draws the same table). A pay call is never repeated blindly: a
+# row found sending is first checked with the provider, and resent only when that is safe.
+BONUS_PAYMENT_STATUS = StateMachine(
+    name="bonus payment",
+    statuses=_B.values,
+    initial=[_B.REQUESTED],
+    transitions=[
+        Transition("send", frozenset({_B.REQUESTED, _B.FAILED, _B.SENDING}), _B.SENDING,
+                   "a pay call goes out (again only when the provider did not pay or a resend is safe)"),
+        Transition("settle", frozenset({_B.SENDING}), _B.PAID, "the provider paid it"),
+        Transition("refuse", frozenset({_B.SENDING}), _B.FAILED, "the provider refused it; retried next run"),
+    ],
+    writers=["providers.services"],
+)

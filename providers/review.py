@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from annotation import services as crowd
 from annotation.models import Assignment
+from annotation.services.confirmation import record_confirmation
+from annotation.services.review import approve_assignment, reject_assignment
 from crowdbench.errors import ServiceError
 
 from .base import CrowdProvider
@@ -20,8 +21,8 @@ from .registry import get_provider
 
 APPROVE, REJECT = "approve", "reject"
 DECISIONS = {
-    APPROVE: (Assignment.ReviewStatus.APPROVED, crowd.approve_assignment),
-    REJECT: (Assignment.ReviewStatus.REJECTED, crowd.reject_assignment),
+    APPROVE: (Assignment.ReviewStatus.APPROVED, approve_assignment),
+    REJECT: (Assignment.ReviewStatus.REJECTED, reject_assignment),
 }
 
 
@@ -76,5 +77,5 @@ def _confirmed(assignment: Assignment, provider: CrowdProvider) -> bool:
         return True
     if not provider.confirm(assignment=assignment):
         return False
-    crowd.record_confirmation(assignment=assignment, confirmation=Assignment.Confirmation.CONFIRMED)
+    record_confirmation(assignment=assignment, confirmation=Assignment.Confirmation.CONFIRMED)
     return True

@@ -21,9 +21,18 @@ from django.db.models import Count
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotation import services as crowd
+from annotation.errors import CrowdWorkError, InvalidTransition, NotQualified
 from annotation.models import Assignment, CollectionRound, Worker, WorkItem
 from annotation.selectors import approval_split, slots_still_needed
+from annotation.services import rounds as crowd_rounds
+from annotation.services.confirmation import record_confirmation
+from annotation.services.engine import request_assignment
+from annotation.services.review import approve_assignment, reject_assignment
+from annotation.services.rounds import check_transition, open_round
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import grant_qualification
+from crowdbench.state_machine import TransitionRefused
+from crowdbench.transitions import move
 
 from .base import (
     CostEstimate,
@@ -37,7 +46,7 @@ from .base import (
     money,
     tasks_per_session,
 )
-from .models import BonusPayment, Publication
+from .models import BONUS_PAYMENT_STATUS, PUBLICATION_STATUS, BonusPayment, Publication
 from .registry import get_provider, provider_class
 from .review import APPROVE, review_submissions
 
@@ -149,7 +158,7 @@ def committed_spend(*, round: CollectionRound) -> Decimal:
 # --- publishing -------------------------------------------------------------------------------------
 
 
-class NothingToPublish(crowd.InvalidTransition):
+class NothingToPublish(InvalidTransition):
     """Every item of the round has its judgments: there is no work to offer."""
 
 
@@ -182,9 +191,9 @@ def publish_round(
     round = CollectionRound.objects.get(pk=round.pk)
     check_work_to_publish(round=round)
     if round.status not in (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN):
-        raise crowd.InvalidTransition(f"cannot publish a round that is {round.status}")
+        raise InvalidTransition(f"cannot publish a round that is {round.status}")
     if round.status == CollectionRound.Status.DRAFT:
-        crowd.check_transition(round=round, action="open")  # refused now, not after the provider's calls
+        check_transition(round=round, action="open")  # refused now, not after the provider's calls
     estimate = estimate_cost(round=round, provider=provider, expected_seconds=expected_seconds)
     if not estimate.within_budget:
         raise OverBudget(
@@ -206,17 +215,16 @@ def publish_round(
             Publication.objects.filter(pk=publication.pk).delete()
         raise
     if round.status == CollectionRound.Status.DRAFT:
-        round = crowd.open_round(round=round)
+        round = open_round(round=round)
     with transaction.atomic():
         publication = Publication.objects.select_for_update().get(pk=publication.pk)
-        if publication.status == Publication.Status.PUBLISHING:
-            publication.status = Publication.Status.PUBLISHED
-            publication.published_at = timezone.now()
         publication.details = {**publication.details, "estimate": {
             "total": str(estimate.total), "rewards": str(estimate.rewards), "fees": str(estimate.fees),
             "expected_bonuses": str(estimate.expected_bonuses),
         }}
-        publication.save()
+        publication.save(update_fields=["details"])
+        if publication.status == Publication.Status.PUBLISHING:
+            move(publication, PUBLICATION_STATUS, "publish", published_at=timezone.now())
     result.publication = publication
     logger.info("round %s published on %s: %d created, %d existing", round.pk, provider.name,
                 result.tasks_created, result.tasks_existing)
@@ -268,7 +276,7 @@ def request_provider_assignment(
         # A Prolific study without a language filter screens nothing, so its participants are not.
         worker.languages = [*worker.languages, round.language]
         worker.save(update_fields=["languages"])
-    assignment = crowd.request_assignment(
+    assignment = request_assignment(
         round=round, worker=worker, now=now, item=item,
         provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
         budget_allows=_budget_allows_with_fees,
@@ -298,7 +306,7 @@ def _arrival_hold(*, worker: Worker, provider_assignment_id: str, provider_task_
     if vouched is False:
         logger.warning("%s does not show worker %s on %s: nothing reserved", provider.name, worker.external_id,
                        provider_assignment_id)
-        raise crowd.NotQualified(_("Your crowd platform does not show this task as yours. Please open it from "
+        raise NotQualified(_("Your crowd platform does not show this task as yours. Please open it from "
                                    "the platform."))
     if vouched:
         return {}
@@ -359,7 +367,7 @@ def confirm_submission(*, assignment: Assignment, provider: CrowdProvider | None
     if not confirmed:
         logger.warning("assignment %s: %s does not know worker %s's submission %s", assignment.pk, provider.name,
                        assignment.worker.external_id, assignment.provider_assignment_id)
-    return crowd.record_confirmation(assignment=assignment, confirmation=state)
+    return record_confirmation(assignment=assignment, confirmation=state)
 
 
 # --- sync ---------------------------------------------------------------------------------------------
@@ -409,12 +417,12 @@ def sync_round(*, round: CollectionRound, providers: dict | None = None) -> Sync
                 continue
             if assignment.status != Assignment.Status.SUBMITTED:
                 try:
-                    assignment = crowd.submit_assignment(
+                    assignment = submit_assignment(
                         assignment_id=assignment.pk, worker=assignment.worker, data=remote.answers,
                         now=remote.submitted_at,
                     ).assignment
                     report.recovered += 1
-                except crowd.CrowdWorkError as error:
+                except CrowdWorkError as error:
                     report.unmatched.append({"provider": publication.provider,
                                              "assignment": remote.provider_assignment_id,
                                              "worker": remote.worker_external_id, "status": remote.provider_status,
@@ -423,10 +431,10 @@ def sync_round(*, round: CollectionRound, providers: dict | None = None) -> Sync
             else:
                 report.linked += 1
             if remote.status == "approved" and assignment.review_status == Assignment.ReviewStatus.SUBMITTED:
-                crowd.approve_assignment(assignment=assignment)
+                approve_assignment(assignment=assignment)
                 report.mirrored += 1
             elif remote.status == "rejected" and assignment.review_status != Assignment.ReviewStatus.REJECTED:
-                crowd.reject_assignment(assignment=assignment, feedback="rejected on the provider")
+                reject_assignment(assignment=assignment, feedback="rejected on the provider")
                 report.mirrored += 1
         _settle_confirmations(round=round, publication=publication, provider=provider, listed=listed, report=report)
     return report
@@ -445,11 +453,11 @@ def _settle_confirmations(*, round: CollectionRound, publication: Publication, p
     )
     for assignment in pending:
         if (assignment.provider_assignment_id, assignment.worker.external_id) in listed:
-            crowd.record_confirmation(assignment=assignment, confirmation=Assignment.Confirmation.CONFIRMED)
+            record_confirmation(assignment=assignment, confirmation=Assignment.Confirmation.CONFIRMED)
             report.confirmed += 1
         elif provider.forged_if_unlisted(assignment=assignment, now=now):
             if assignment.confirmation != Assignment.Confirmation.FORGED:
-                crowd.record_confirmation(assignment=assignment, confirmation=Assignment.Confirmation.FORGED)
+                record_confirmation(assignment=assignment, confirmation=Assignment.Confirmation.FORGED)
             report.forged.append({"provider": publication.provider, "assignment": assignment.provider_assignment_id,
                                   "worker": assignment.worker.external_id, "local_id": assignment.pk})
         else:
@@ -515,8 +523,7 @@ def send_bonus(*, payment: BonusPayment, providers: dict | None = None) -> Bonus
         if paid is None and not provider.bonus_resend_is_safe:
             # Possibly paid (settling, or the pay call's answer was lost): never paid blindly twice.
             return payment
-    payment.status, payment.sent_at = BonusPayment.Status.SENDING, timezone.now()
-    BonusPayment.objects.filter(pk=payment.pk).update(status=payment.status, sent_at=payment.sent_at)
+    move(payment, BONUS_PAYMENT_STATUS, "send", sent_at=timezone.now())
     try:
         provider.send_bonus(payment=payment)
     except ProviderRefused as error:
@@ -534,11 +541,9 @@ def send_bonus(*, payment: BonusPayment, providers: dict | None = None) -> Bonus
 
 
 def _settle(payment: BonusPayment, status: str, error: str = "") -> BonusPayment:
-    payment.status = status
-    payment.error = error
-    payment.paid_at = timezone.now() if status == BonusPayment.Status.PAID else None
-    payment.save(update_fields=["status", "error", "paid_at", "provider_record_id"])
-    return payment
+    paid = status == BonusPayment.Status.PAID
+    return move(payment, BONUS_PAYMENT_STATUS, "settle" if paid else "refuse", error=error,
+                paid_at=timezone.now() if paid else None, provider_record_id=payment.provider_record_id)
 
 
 def pay_round(
@@ -615,8 +620,7 @@ def resend_unsettled_bonus(*, payment_id: int, round: CollectionRound, providers
     if provider.bonus_was_paid(payment=payment):
         return _settle(payment, BonusPayment.Status.PAID)
     logger.warning("bonus %s resent by request after %d s unsettled; it may be paid twice", payment.pk, int(age))
-    payment.status, payment.sent_at = BonusPayment.Status.SENDING, timezone.now()
-    BonusPayment.objects.filter(pk=payment.pk).update(status=payment.status, sent_at=payment.sent_at)
+    move(payment, BONUS_PAYMENT_STATUS, "send", sent_at=timezone.now())
     try:
         provider.send_bonus(payment=payment)
     except ProviderRefused as error:
@@ -703,7 +707,7 @@ def qualify_worker(*, worker: Worker, project, granted_by=None, source: str = "o
     """Qualify the worker for the project's rounds: here (the allow-list the engine checks for
     ``qualified_only`` rounds) and at the provider, on every qualification type the project's
     publications there require (MTurk). Returns the provider qualification ids granted."""
-    crowd.grant_qualification(worker=worker, project=project, source=source, granted_by=granted_by)
+    grant_qualification(worker=worker, project=project, source=source, granted_by=granted_by)
     publications = Publication.objects.filter(round__project=project, provider=worker.provider)
     required = {}
     for publication in publications:
@@ -722,8 +726,10 @@ def expire_round(*, round: CollectionRound, providers: dict | None = None) -> li
     expired = []
     for publication in Publication.objects.filter(round=round).exclude(status=Publication.Status.EXPIRED):
         provider_for_publication(publication, providers).expire(publication=publication)
-        publication.status = Publication.Status.EXPIRED
-        publication.save(update_fields=["status"])
+        try:
+            move(publication, PUBLICATION_STATUS, "expire")
+        except TransitionRefused:  # expired meanwhile by another close
+            publication.refresh_from_db(fields=["status"])
         expired.append(publication)
     return expired
 
@@ -735,9 +741,9 @@ def _live_publications(*, round: CollectionRound, providers: dict | None):
 
 
 def pause_round(*, round: CollectionRound, providers: dict | None = None) -> CollectionRound:
-    """Pause the round (``annotation.services.pause_round``), then its tasks at the providers
+    """Pause the round (``annotation.services.rounds.pause_round``), then its tasks at the providers
     (``CrowdProvider.pause``: a Prolific study is paused, MTurk HITs expire until resumed)."""
-    round = crowd.pause_round(round=round)
+    round = crowd_rounds.pause_round(round=round)
     for publication, provider in _live_publications(round=round, providers=providers):
         provider.pause(publication=publication)
     return round
@@ -745,7 +751,7 @@ def pause_round(*, round: CollectionRound, providers: dict | None = None) -> Col
 
 def resume_round(*, round: CollectionRound, providers: dict | None = None) -> CollectionRound:
     """Resume the round, then its tasks at the providers (``CrowdProvider.resume``)."""
-    round = crowd.resume_round(round=round)
+    round = crowd_rounds.resume_round(round=round)
     for publication, provider in _live_publications(round=round, providers=providers):
         provider.resume(publication=publication, round=round)
     return round
@@ -753,9 +759,9 @@ def resume_round(*, round: CollectionRound, providers: dict | None = None) -> Co
 
 def extend_round(*, round: CollectionRound, time_limit_seconds: int | None = None,
                  budget_cap: Decimal | None = None, providers: dict | None = None) -> CollectionRound:
-    """Extend the round (``annotation.services.extend_round``), then its live publications at their
+    """Extend the round (``annotation.services.rounds.extend_round``), then its live publications at their
     providers (``CrowdProvider.extend``)."""
-    round = crowd.extend_round(round=round, time_limit_seconds=time_limit_seconds, budget_cap=budget_cap)
+    round = crowd_rounds.extend_round(round=round, time_limit_seconds=time_limit_seconds, budget_cap=budget_cap)
     for publication, provider in _live_publications(round=round, providers=providers):
         provider.extend(publication=publication, round=round)
     return round
@@ -763,14 +769,14 @@ def extend_round(*, round: CollectionRound, time_limit_seconds: int | None = Non
 
 def close_round(*, round: CollectionRound, providers: dict | None = None) -> CollectionRound:
     """Close the round (no more work is taken or stored) and stop its tasks at every provider."""
-    round = crowd.close_round(round=round)
+    round = crowd_rounds.close_round(round=round)
     expire_round(round=round, providers=providers)
     return round
 
 
 def cancel_round(*, round: CollectionRound, providers: dict | None = None) -> CollectionRound:
     """Cancel the round and stop its tasks at every provider."""
-    round = crowd.cancel_round(round=round)
+    round = crowd_rounds.cancel_round(round=round)
     expire_round(round=round, providers=providers)
     return round
 

@@ -15,9 +15,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import consent, image_reports, selectors
-from annotation import services as crowd
+from annotation.errors import CrowdWorkError
 from annotation.forms import ConsentDecisionForm
 from annotation.languages import speaking_to
+from annotation.services.engine import task_view
+from annotation.services.submissions import submit_assignment
 from annotation.task_types import worker_answers
 
 from . import services
@@ -67,8 +69,8 @@ def render_task_page(request, *, template: str, round, assignment, provider: str
     ``providers/task_page.html``). A broken item is refused cleanly (and given back) by the engine."""
     handler = round.task_type_handler
     try:
-        task = crowd.task_view(assignment=assignment)
-    except crowd.CrowdWorkError as error:
+        task = task_view(assignment=assignment)
+    except CrowdWorkError as error:
         return refuse(request, error.message, error.status_code)
     return render(request, template, {
         "round": round, "assignment": assignment, "handler": handler, "task": task,
@@ -95,7 +97,7 @@ class ProviderSubmitView(APIView):
         assignment, worker = assignment_for_token(
             token=request.headers.get("X-Task-Token", ""), assignment_id=assignment_id)
         with speaking_to(worker=worker, round=assignment.round):
-            outcome = crowd.submit_assignment(
+            outcome = submit_assignment(
                 assignment_id=assignment.pk, worker=worker, data=request.data, files=request.FILES)
             # Stored either way; it counts once the provider confirms it (now, or at the next sync).
             # What comes next (e.g. a completion code) depends on that answer.

@@ -1,8 +1,9 @@
 """Refusals of the step-run services."""
 from crowdbench.errors import ServiceError
+from crowdbench.state_machine import TransitionRefused
 
 
-class RunConflict(ServiceError):
+class RunConflict(TransitionRefused):
     """The run is not in a status this change may move it from."""
 
     status_code = 409

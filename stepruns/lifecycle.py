@@ -1,8 +1,9 @@
 """The one owner of ``StepRun.status``: queued → running → succeeded / failed / stopped.
 
 Every change goes through ``begin``, ``take_over``, ``record_progress``, ``finish`` or ``fail``; each
-moves the run along one edge of ``TRANSITIONS`` with a conditional update, so two processes cannot
-both start the same run, and a change the table does not draw is refused with ``RunConflict`` (HTTP 409).
+moves the run along one edge of ``STEP_RUN_STATUS`` (declared beside the model) with a conditional
+update, so two processes cannot both start the same run, and a change the table does not draw is
+refused with ``RunConflict`` (HTTP 409).
 
 A running run's worker stamps ``heartbeat_at`` every ``STEP_RUN_HEARTBEAT_SECONDS``. A run whose
 stamp is older than ``STEP_RUN_STALE_SECONDS`` lost its worker (killed, its host gone): ``take_over``
@@ -25,35 +26,26 @@ from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from crowdbench import transitions
 from llm.models import LLMRun
 from llm.services import create_run
 
 from .errors import RunConflict
-from .models import StepRun
+from .models import STEP_RUN_STATUS, StepRun
 
 S = StepRun.Status
-
-# event → (statuses it may start from, status it leads to)
-TRANSITIONS: dict[str, tuple[frozenset[str], str]] = {
-    "begin": (frozenset({S.QUEUED}), S.RUNNING),
-    "take_over": (frozenset({S.RUNNING}), S.RUNNING),  # only when its worker stopped beating (stale)
-    "succeed": (frozenset({S.RUNNING}), S.SUCCEEDED),
-    "stop": (frozenset({S.RUNNING}), S.STOPPED),
-    "fail": (frozenset({S.QUEUED, S.RUNNING}), S.FAILED),
-}
 
 MAX_FAILURES_KEPT = 200
 MAX_MESSAGE_CHARACTERS = 500
 
 
 def _move(run: StepRun, event: str, condition: Q | None = None, **fields) -> StepRun:
-    sources, target = TRANSITIONS[event]
-    rows = StepRun.objects.filter(pk=run.pk, status__in=sources)
-    changed = (rows.filter(condition) if condition is not None else rows).update(status=target, **fields)
-    if not changed:
-        current = StepRun.objects.filter(pk=run.pk).values_list("status", flat=True).first()
-        held = " by a live worker" if current == S.RUNNING and event == "take_over" else ""
-        raise RunConflict(f"step run {run.pk} is {current or 'gone'}{held}; it cannot {event.replace('_', ' ')}")
+    try:
+        transitions.move(run, STEP_RUN_STATUS, event, where=condition, **fields)
+    except RunConflict as refused:
+        if refused.current == S.RUNNING and event == "take_over":
+            raise RunConflict(f"step run {run.pk} is running by a live worker; it cannot take over") from None
+        raise
     run.refresh_from_db()
     return run
 

@@ -10,7 +10,10 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import models
 
+from crowdbench.state_machine import StateMachine, Transition
 from llm.steps import format_usd
+
+from .errors import RunConflict
 
 
 class StepRun(models.Model):
@@ -64,3 +67,23 @@ class StepRun(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+_S = StepRun.Status
+# A run's status: queued → running → succeeded / failed / stopped (docs/pipeline.md draws the same table).
+STEP_RUN_STATUS = StateMachine(
+    name="step run",
+    statuses=_S.values,
+    initial=[_S.QUEUED],
+    transitions=[
+        Transition("begin", frozenset({_S.QUEUED}), _S.RUNNING, "a worker takes the run"),
+        # Only when its worker stopped beating (stale): another worker carries it on.
+        Transition("take_over", frozenset({_S.RUNNING}), _S.RUNNING, "another worker carries on a lost run"),
+        Transition("succeed", frozenset({_S.RUNNING}), _S.SUCCEEDED, "the step returned"),
+        Transition("stop", frozenset({_S.RUNNING}), _S.STOPPED, "the step returned with its budget reached"),
+        Transition("fail", frozenset({_S.QUEUED, _S.RUNNING}), _S.FAILED, "the step could not run or broke off"),
+    ],
+    writers=["stepruns.lifecycle"],
+    error=RunConflict,
+    refused="step run {subject} is {current}; it cannot {action}",
+)

@@ -80,31 +80,32 @@ def test_a_round_paying_fractions_of_a_yen_is_refused_and_nothing_is_saved():
     # Shown in whole yen, a reward of 0.50 JPY would read "1 JPY per task" while 0.50 was paid.
     from django.core.exceptions import ValidationError
 
-    from annotation import services
     from annotation.models import CollectionRound
+    from annotation.services.rounds import create_round
 
     with pytest.raises(ValidationError) as refused:
-        services.create_round(name="yen", task_type="pairwise", currency="JPY", reward_per_task=Decimal("0.50"),
+        create_round(name="yen", task_type="pairwise", currency="JPY", reward_per_task=Decimal("0.50"),
                               target_hourly_wage=Decimal("1000"), budget_cap=Decimal("100.5"))
     assert set(refused.value.message_dict) == {"reward_per_task", "budget_cap"}
     assert refused.value.message_dict["reward_per_task"] == ["JPY amounts have no decimal places."]
     assert not CollectionRound.objects.exists()
-    services.create_round(name="cents", task_type="pairwise", currency="USD", reward_per_task=Decimal("0.50"))
+    create_round(name="cents", task_type="pairwise", currency="USD", reward_per_task=Decimal("0.50"))
 
 
 @pytest.mark.django_db
 def test_extending_a_round_to_a_fraction_of_a_yen_is_refused_and_changes_nothing():
-    from annotation import services
+    from annotation.errors import InvalidTransition
     from annotation.models import CollectionRound
+    from annotation.services.rounds import add_items, create_round, extend_round, open_round
 
     from tests.annotation.factories import make_instance, make_outputs
 
-    round = services.create_round(name="yen", task_type="pairwise", currency="JPY", reward_per_task=Decimal("30"),
+    round = create_round(name="yen", task_type="pairwise", currency="JPY", reward_per_task=Decimal("30"),
                                   budget_cap=Decimal("1000"))
-    services.add_items(round=round, targets=[tuple(make_outputs(instance=make_instance()))])
-    round = services.open_round(round=round)
-    with pytest.raises(services.InvalidTransition, match="JPY amounts have no decimal places"):
-        services.extend_round(round=round, budget_cap=Decimal("1000.5"))
+    add_items(round=round, targets=[tuple(make_outputs(instance=make_instance()))])
+    round = open_round(round=round)
+    with pytest.raises(InvalidTransition, match="JPY amounts have no decimal places"):
+        extend_round(round=round, budget_cap=Decimal("1000.5"))
     assert CollectionRound.objects.get(pk=round.pk).budget_cap == Decimal("1000.00")
-    services.extend_round(round=round, budget_cap=Decimal("1200"))
+    extend_round(round=round, budget_cap=Decimal("1200"))
     assert CollectionRound.objects.get(pk=round.pk).budget_cap == Decimal("1200.00")

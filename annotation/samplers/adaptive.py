@@ -149,7 +149,7 @@ def advance_round(*, round_id: int) -> dict | None:
     round that is not adaptive)."""
     from django.db import transaction
 
-    from annotation import services
+    from annotation.services.rounds import ACTIVE_STATUSES, add_items, close_round
     from annotation.models import CollectionRound
     from datasets_app.models import ModelOutput
     from evaluation.core.active_sampling import Goal, batch_size, choose_pairs, fit, progress
@@ -159,7 +159,7 @@ def advance_round(*, round_id: int) -> dict | None:
         state = dict(round.sampler_state or {})
         if state.get("sampler") != NAME:
             return None
-        if state["stopped"] or round.status not in services.ACTIVE_STATUSES:
+        if state["stopped"] or round.status not in ACTIVE_STATUSES:
             return state
         models, goal, k = state["models"], Goal.from_dict(state["goal"]), round.workers_per_item
         wins, judgments = _win_matrix(round, models)
@@ -174,7 +174,7 @@ def advance_round(*, round_id: int) -> dict | None:
         if state["stopped"]:
             round.sampler_state = state
             round.save(update_fields=["sampler_state"])
-            services.close_round(round=round)
+            close_round(round=round)
             logger.info("adaptive round %s stopped (%s) after %s judgments: %s", round_id, state["stopped"],
                         judgments, reached.describe())
             return state
@@ -187,7 +187,7 @@ def advance_round(*, round_id: int) -> dict | None:
                                   estimate=estimate)
             pairs = _draw_items([(models[i], models[j]) for i, j in chosen], _outputs_of(round, state), rng)
             by_id = ModelOutput.objects.in_bulk([id for pair in pairs for id in (pair.output_a, pair.output_b)])
-            services.add_items(round=round, targets=[(by_id[pair.output_a], by_id[pair.output_b]) for pair in pairs])
+            add_items(round=round, targets=[(by_id[pair.output_a], by_id[pair.output_b]) for pair in pairs])
             state["batches"] += 1
             state["issued_judgments"] += len(pairs) * k
         round.sampler_state = state

@@ -16,11 +16,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import round_builder
 from annotation.forms import ConsentTextForm
-from annotation import services as crowd
 from annotation.models import CollectionRound, WorkItem
 from annotation.rule_labels import describe_rules
 from annotation.samplers import SamplerError
 from annotation.selectors import items_without_eligible_worker, round_progress
+from annotation.services.engine import task_preview
+from annotation.services.rounds import allowed_actions, open_round, widen_eligibility
 from annotation.task_types import get_task_type
 from crowdbench.errors import ServiceError
 from providers import services as provider_services
@@ -147,7 +148,7 @@ def _round_context(request, project, round: CollectionRound, **extra) -> dict:
         "balance": round_builder.round_balance(round=round),
         "items_page": items,
         "items": round_builder.describe_items(round=round, items=items.object_list),
-        "actions": crowd.allowed_actions(round),
+        "actions": allowed_actions(round),
         "publications": round.publications.order_by("provider"),
         "can_launch": is_owner(request, project),
         "can_publish": round.status in (CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN),
@@ -169,7 +170,7 @@ def round_detail(request, slug: str, round_id: int):
 
 # Status changes a button makes; each calls the one service that owns it.
 STATUS_ACTIONS = {
-    "open": ("opened", lambda round: crowd.open_round(round=round)),
+    "open": ("opened", lambda round: open_round(round=round)),
     "pause": ("paused: no new tasks are handed out", lambda round: provider_services.pause_round(round=round)),
     "resume": ("resumed", lambda round: provider_services.resume_round(round=round)),
     "close": ("closed; its tasks at the providers were stopped", lambda round: provider_services.close_round(round=round)),
@@ -208,7 +209,7 @@ def round_widen(request, slug: str, round_id: int):
     form = WidenEligibilityForm(request.POST, round=round)
     if not form.is_valid():
         return _refused_form(request, project, round, widen_form=form)
-    crowd.widen_eligibility(round=round, rules=form.cleaned_data["rules"])
+    widen_eligibility(round=round, rules=form.cleaned_data["rules"])
     messages.success(request, f"Eligibility widened: {', '.join(form.cleaned_data['rules'])} dropped.")
     return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
 
@@ -296,7 +297,7 @@ def item_preview(request, slug: str, round_id: int, item_id: int):
     round = _round_of(project, round_id)
     item = get_object_or_404(WorkItem.objects.select_related("round"), pk=item_id, round=round)
     with translation.override(round.language):
-        assignment, task = crowd.task_preview(item=item)
+        assignment, task = task_preview(item=item)
         return render(request, "cockpit/rounds/preview.html", {
             "project": project, "round": round, "item": item, "assignment": assignment, "task": task,
             "handler": get_task_type(round.task_type), "seconds_left": round.time_limit_seconds})

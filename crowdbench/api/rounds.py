@@ -12,9 +12,10 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from annotation import round_builder
-from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound, WorkItem
 from annotation.selectors import round_progress
+from annotation.services import rounds as crowd_rounds
+from annotation.services.rounds import close_round, create_round, open_round
 from annotation.task_types.base import TARGET_FIELDS
 from projects.permissions import require_owner
 from projects.selectors import assignments_for_user, rounds_for_user, work_items_for_user
@@ -57,7 +58,7 @@ class RoundSerializer(serializers.ModelSerializer):
 
 
 class RoundCreateSerializer(serializers.ModelSerializer):
-    """The fields of ``annotation.services.create_round``; their limits, defaults and choices are the
+    """The fields of ``annotation.services.rounds.create_round``; their limits, defaults and choices are the
     model's (the service checks them all again)."""
 
     project = ProjectSlugField()
@@ -209,7 +210,7 @@ class RoundViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         incoming.is_valid(raise_exception=True)
         data = dict(incoming.validated_data)
         project = owned_project(request, data.pop("project"))
-        round = crowd.create_round(**data, project=project, created_by=request.user)
+        round = create_round(**data, project=project, created_by=request.user)
         return Response(self.get_serializer(round).data, status=status.HTTP_201_CREATED)
 
     def _resolve_targets(self, round, entries) -> tuple[list, dict[int, dict]]:
@@ -241,12 +242,12 @@ class RoundViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadOnl
     @extend_schema(request=AddItemsSerializer, responses={201: AddedItemsSerializer})
     @action(detail=True, methods=["post"], url_path="add-items", filterset_class=None)
     def add_items(self, request, pk=None):
-        """Add items, one per entry, naming their targets by id (``annotation.services.add_items``)."""
+        """Add items, one per entry, naming their targets by id (``annotation.services.rounds.add_items``)."""
         round = self.get_object()
         incoming = AddItemsSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         targets, gold = self._resolve_targets(round, incoming.validated_data["items"])
-        items = crowd.add_items(round=round, targets=targets, gold_answers=gold)
+        items = crowd_rounds.add_items(round=round, targets=targets, gold_answers=gold)
         return Response({"added": len(items), "item_ids": [item.pk for item in items]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=AddFromSourceSerializer, responses={201: AddedFromSourceSerializer})
@@ -269,14 +270,14 @@ class RoundViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadOnl
     @action(detail=True, methods=["post"], filterset_class=None)
     def open(self, request, pk=None):
         """Open a draft round to workers."""
-        round = crowd.open_round(round=self.get_object())
+        round = open_round(round=self.get_object())
         return Response(self.get_serializer(round).data)
 
     @extend_schema(request=None, responses={200: RoundSerializer})
     @action(detail=True, methods=["post"], filterset_class=None)
     def close(self, request, pk=None):
         """Close an open round."""
-        round = crowd.close_round(round=self.get_object())
+        round = close_round(round=self.get_object())
         return Response(self.get_serializer(round).data)
 
     @extend_schema(request=PublishSerializer, responses={200: PublishResultSerializer})

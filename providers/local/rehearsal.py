@@ -7,8 +7,10 @@ from decimal import Decimal
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation import services as crowd
+from annotation.errors import NotQualified
 from annotation.models import Assignment, CollectionRound
+from annotation.services.engine import request_assignment
+from annotation.services.workers import get_or_create_local_worker
 
 from ..base import Rehearsal, money
 from ..dry_run import accept_study_information, save_simulated_answers, task_seconds
@@ -18,14 +20,14 @@ from ..models import BonusPayment
 def simulate_local_worker(*, round: CollectionRound, username: str, rng: random.Random, accuracy: float,
                           median_seconds: float) -> int:
     user = get_user_model().objects.create_user(username=username)
-    worker = crowd.get_or_create_local_worker(user=user)
+    worker = get_or_create_local_worker(user=user)
     accept_study_information(round=round, worker=worker)
     done = 0
     while True:
         started = timezone.now()
         try:
-            assignment = crowd.request_assignment(round=round, worker=worker, now=started)
-        except crowd.NotQualified:
+            assignment = request_assignment(round=round, worker=worker, now=started)
+        except NotQualified:
             return done  # the round's quality policy stopped this worker, as it would a person
         if assignment is None:
             return done

@@ -9,7 +9,7 @@ from django.utils import translation
 from django.views.decorators.csrf import csrf_exempt
 from django.utils.translation import gettext as _
 
-from annotation import services as crowd
+from annotation.errors import CrowdWorkError
 from annotation.languages import worker_language
 from annotation.models import Assignment, CollectionRound
 
@@ -42,7 +42,7 @@ def task(request, round_id: int):
         try:
             assignment = services.request_provider_assignment(
                 round=round, worker=worker, provider_assignment_id=submission_id, provider_task_id=study_id)
-        except crowd.CrowdWorkError as error:
+        except CrowdWorkError as error:
             return refuse(request, error.message, error.status_code)
         if assignment is None:
             return refuse(request, _("There is no task left for you in this study. Please return it on Prolific."),

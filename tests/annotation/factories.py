@@ -9,8 +9,9 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from PIL import Image as PILImage
 
-from annotation import services
 from annotation.models import CollectionRound
+from annotation.services.rounds import add_items, create_round, open_round
+from annotation.services.workers import get_or_create_local_worker
 from datasets_app.models import (
     AcceptedReference,
     Caption,
@@ -143,19 +144,19 @@ def make_worker_user(username: str | None = None, password: str = "work-pass-123
 
 
 def make_worker(username: str | None = None):
-    return services.get_or_create_local_worker(user=make_worker_user(username))
+    return get_or_create_local_worker(user=make_worker_user(username))
 
 
 def make_round(
     *, task_type: str, targets, workers_per_item: int = 1, open: bool = True, language: str = "en",
     gold_answers=None, **options,
 ) -> CollectionRound:
-    round = services.create_round(
+    round = create_round(
         name=f"{task_type} round {next(_counter)}", task_type=task_type, workers_per_item=workers_per_item,
         language=language, reward_per_task=options.pop("reward_per_task", Decimal("0.50")), **options,
     )
-    services.add_items(round=round, targets=targets, gold_answers=gold_answers)
+    add_items(round=round, targets=targets, gold_answers=gold_answers)
     if open:
-        services.open_round(round=round)
+        open_round(round=round)
     round.refresh_from_db()
     return round

@@ -7,8 +7,10 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import services
 from annotation.models import Assignment, CollectionRound
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import create_round
+from annotation.services.submissions import submit_assignment
 
 from .factories import make_candidate, make_round, make_worker
 
@@ -23,7 +25,7 @@ def admin_client(client):
 
 def test_admin_actions_open_and_close_rounds(admin_client):
     draft = make_round(task_type="verification", targets=[make_candidate()], open=False)
-    empty = services.create_round(name="no items", task_type="verification")
+    empty = create_round(name="no items", task_type="verification")
     url = reverse("admin:annotation_collectionround_changelist")
     response = admin_client.post(url, {"action": "open_rounds", "_selected_action": [draft.pk, empty.pk]}, follow=True)
     assert response.status_code == 200
@@ -41,8 +43,8 @@ def test_admin_actions_approve_and_reject(admin_client):
     submitted = []
     for _ in range(2):
         worker = make_worker()
-        assignment = services.request_assignment(round=round, worker=worker)
-        services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"outcome": "correct"})
+        assignment = request_assignment(round=round, worker=worker)
+        submit_assignment(assignment_id=assignment.pk, worker=worker, data={"outcome": "correct"})
         submitted.append(assignment.pk)
     url = reverse("admin:annotation_assignment_changelist")
     # Each action first asks for the feedback to the workers, then acts on confirmation.
@@ -61,7 +63,7 @@ def test_admin_actions_approve_and_reject(admin_client):
 
 def test_expire_assignments_command():
     round = make_round(task_type="verification", targets=[make_candidate()], time_limit_seconds=60)
-    services.request_assignment(round=round, worker=make_worker(), now=timezone.now() - timedelta(minutes=5))
+    request_assignment(round=round, worker=make_worker(), now=timezone.now() - timedelta(minutes=5))
     out = StringIO()
     call_command("expire_assignments", stdout=out)
     assert "1 assignment(s) expired" in out.getvalue()

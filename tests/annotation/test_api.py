@@ -7,8 +7,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation import services
 from annotation.models import Assignment
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import close_round
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import get_or_create_local_worker
 from datasets_app.models import Caption, Image, Instance, Verification
 
 from .factories import (
@@ -144,7 +147,7 @@ def test_unknown_foreign_and_closed_round_submissions():
     assert unknown.json() == foreign.json() == {"detail": "Unknown assignment."}
     assert client_for(make_worker_user()).post(
         reverse("annotation-api:return", args=[mine])).json() == foreign.json()
-    services.close_round(round=round)
+    close_round(round=round)
     closed = submit(owner, mine, {"outcome": "correct"})
     assert closed.status_code == 409 and "closed" in closed.json()["detail"]
     assert next_task(owner, round).status_code == 409
@@ -312,9 +315,9 @@ def test_task_page_uses_the_round_language(client):
 def test_the_page_shows_nothing_left_when_the_round_is_done(client):
     round = make_round(task_type="verification", targets=[make_candidate()])
     user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
-    assignment = services.request_assignment(round=round, worker=worker)
-    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"outcome": "correct"})
+    worker = get_or_create_local_worker(user=user)
+    assignment = request_assignment(round=round, worker=worker)
+    submit_assignment(assignment_id=assignment.pk, worker=worker, data={"outcome": "correct"})
     client.force_login(user)
     page = client.get(reverse("annotation:round", args=[round.pk])).content.decode()
     assert 'id="no-task"' in page and "You have done 1 of the 1 task this round has for you" in page

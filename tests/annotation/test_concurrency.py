@@ -10,8 +10,9 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from annotation import services
 from annotation.models import Assignment
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from datasets_app.models import Verification
 
 from .factories import make_candidate, make_round, make_worker
@@ -46,8 +47,8 @@ def test_fifty_workers_at_once_fill_every_item_with_exactly_three_distinct_worke
         done = []
         try:
             start.wait()
-            while (assignment := services.request_assignment(round=round, worker=worker)) is not None:
-                services.submit_assignment(
+            while (assignment := request_assignment(round=round, worker=worker)) is not None:
+                submit_assignment(
                     assignment_id=assignment.pk, worker=worker, data={"outcome": "correct"}
                 )
                 done.append(assignment.item_id)
@@ -88,7 +89,7 @@ def test_one_worker_double_requesting_gets_one_assignment():
     def ask():
         try:
             start.wait()
-            got.append(services.request_assignment(round=round, worker=worker).pk)
+            got.append(request_assignment(round=round, worker=worker).pk)
         except BaseException as error:
             errors.append(error)
         finally:
@@ -108,14 +109,14 @@ def test_double_submit_at_once_is_stored_once():
     require_postgresql()
     round = make_round(task_type="verification", targets=[make_candidate()])
     worker = make_worker("double-submitter")
-    assignment = services.request_assignment(round=round, worker=worker)
+    assignment = request_assignment(round=round, worker=worker)
     start = threading.Barrier(6)
     created, errors = [], []
 
     def send():
         try:
             start.wait()
-            outcome = services.submit_assignment(
+            outcome = submit_assignment(
                 assignment_id=assignment.pk, worker=worker, data={"outcome": "correct"}
             )
             created.append(outcome.created)

@@ -3,10 +3,13 @@ with its time, and no task handed out (page or API) before the worker agrees."""
 import pytest
 from django.test import Client
 
-from annotation import consent, services
+from annotation import consent
 from annotation.admin import CollectionRoundForm
+from annotation.errors import ConsentRequired
 from annotation.forms import ConsentTextForm
 from annotation.models import Assignment, ConsentDecision
+from annotation.services.engine import request_assignment
+from annotation.services.workers import get_or_create_local_worker
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker, make_worker_user
 
 pytestmark = pytest.mark.django_db
@@ -28,22 +31,22 @@ def client_for(user) -> Client:
 def test_no_task_before_the_worker_agrees():
     round = consent_round()
     worker = make_worker()
-    with pytest.raises(services.ConsentRequired):
-        services.request_assignment(round=round, worker=worker)
+    with pytest.raises(ConsentRequired):
+        request_assignment(round=round, worker=worker)
     consent.record_decision(round=round, worker=worker, accepted=False)
-    with pytest.raises(services.ConsentRequired):
-        services.request_assignment(round=round, worker=worker)
+    with pytest.raises(ConsentRequired):
+        request_assignment(round=round, worker=worker)
     assert not Assignment.objects.exists()
     decision = consent.record_decision(round=round, worker=worker, accepted=True)
     assert decision.accepted and decision.decided_at is not None
     assert ConsentDecision.objects.count() == 1
-    assert services.request_assignment(round=round, worker=worker) is not None
+    assert request_assignment(round=round, worker=worker) is not None
 
 
 def test_a_round_without_consent_text_needs_none():
     round = consent_round(text="   ")
     assert round.consent_text == ""
-    assert services.request_assignment(round=round, worker=make_worker()) is not None
+    assert request_assignment(round=round, worker=make_worker()) is not None
 
 
 def test_changed_text_is_asked_again():
@@ -52,8 +55,8 @@ def test_changed_text_is_asked_again():
     consent.record_decision(round=round, worker=worker, accepted=True)
     round = consent.set_consent_text(round=round, text=STUDY + "\n\nNew: we also record task times.")
     assert not consent.has_accepted(round=round, worker=worker)
-    with pytest.raises(services.ConsentRequired):
-        services.request_assignment(round=round, worker=worker)
+    with pytest.raises(ConsentRequired):
+        request_assignment(round=round, worker=worker)
 
 
 def test_page_shows_the_study_information_first_then_the_task():
@@ -118,7 +121,7 @@ def test_api_hands_out_no_task_before_consent():
     assert refused.status_code == 403
     assert "study information" in refused.json()["detail"]
     assert not Assignment.objects.exists()
-    consent.record_decision(round=round, worker=services.get_or_create_local_worker(user=user), accepted=True)
+    consent.record_decision(round=round, worker=get_or_create_local_worker(user=user), accepted=True)
     assert client.post(f"/api/work/rounds/{round.pk}/next/").json()["assignment"] is not None
 
 

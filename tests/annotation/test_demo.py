@@ -2,10 +2,11 @@ import numpy as np
 import pytest
 from django.contrib.auth.models import User
 
-from annotation import services
 from annotation.demo import create_demo_rounds
 from annotation.models import CollectionRound
 from annotation.permissions import is_local_worker
+from annotation.services.engine import request_assignment
+from annotation.services.workers import get_or_create_local_worker
 
 pytestmark = pytest.mark.django_db
 
@@ -20,9 +21,9 @@ def test_demo_rounds_cover_every_type_and_can_be_worked_on():
     assert rounds["ranking_ja"].language == "ja"
     assert all(r.status == CollectionRound.Status.OPEN for r in rounds.values())
     assert is_local_worker(worker_user)
-    worker = services.get_or_create_local_worker(user=worker_user)
+    worker = get_or_create_local_worker(user=worker_user)
     for round in rounds.values():
-        assignment = services.request_assignment(round=round, worker=worker)
+        assignment = request_assignment(round=round, worker=worker)
         assert assignment is not None
         assert round.task_type_handler.context(assignment)
 
@@ -75,10 +76,10 @@ def test_demo_crowd_completes_rounds_so_ratings_and_irr_have_numbers():
     assert set(irr_rankings()["language"]) == {"en", "ja"}
 
     # Rounds left open for people to try, with a task for a demo worker.
-    worker = services.get_or_create_local_worker(user=worker_user)
+    worker = get_or_create_local_worker(user=worker_user)
     still_open = [key for key in rounds if key not in COMPLETED_ROUNDS]
     assert still_open
-    assert all(services.request_assignment(round=rounds[key], worker=worker) is not None for key in still_open)
+    assert all(request_assignment(round=rounds[key], worker=worker) is not None for key in still_open)
 
     # A second run finds nothing left to do.
     again = complete_demo_rounds(rounds=rounds)

@@ -7,8 +7,9 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.test import Client
 
-from annotation import services
 from annotation.models import ImageReport
+from annotation.services.engine import request_assignment
+from annotation.services.workers import get_or_create_local_worker
 from providers import services as provider_services
 from providers.worker_access import task_token
 from tests.annotation.factories import make_instance, make_outputs, make_review_set, make_round, make_worker_user
@@ -26,8 +27,8 @@ def fresh_rate_limits():
 def pairwise_task(user):
     instance = make_instance(images=2)
     round = make_round(task_type="pairwise", targets=[tuple(make_outputs(instance=instance))], workers_per_item=2)
-    worker = services.get_or_create_local_worker(user=user)
-    assignment = services.request_assignment(round=round, worker=worker)
+    worker = get_or_create_local_worker(user=user)
+    assignment = request_assignment(round=round, worker=worker)
     return assignment, [image.display_url for image in instance.ordered_images()]
 
 
@@ -82,7 +83,7 @@ def test_ranking_image_can_be_reported():
     user = make_worker_user()
     review_set = make_review_set()
     round = make_round(task_type="ranking", targets=[review_set])
-    assignment = services.request_assignment(round=round, worker=services.get_or_create_local_worker(user=user))
+    assignment = request_assignment(round=round, worker=get_or_create_local_worker(user=user))
     assert report(client_for(user), assignment.pk, review_set.image.display_url).status_code == 201
 
 

@@ -8,8 +8,11 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from annotation import selectors, services
+from annotation import selectors
 from annotation.models import Assignment, WorkItem
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import add_items, open_round
+from annotation.services.submissions import submit_assignment
 
 from .factories import (
     make_candidate,
@@ -98,10 +101,10 @@ def test_admin_derives_side_names_so_battles_have_model_names(admin_client):
     names = list(WorkItem.objects.filter(round=round).order_by("position").values_list("side_a_name", "side_b_name"))
     assert names == [("alpha", "beta"), ("beta", settings.ANNOTATION_REFERENCE_SIDE_NAME)]
     # The stored names feed the battles.
-    services.open_round(round=round)
+    open_round(round=round)
     worker = make_worker()
-    assignment = services.request_assignment(round=round, worker=worker)
-    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
+    assignment = request_assignment(round=round, worker=worker)
+    submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
     battle = selectors.pairwise_battles(round).iloc[0]
     assert {battle.model_a, battle.model_b} == {"alpha", "beta"}
 
@@ -111,11 +114,11 @@ def test_services_refuse_the_same_bad_targets():
     output_b = make_outputs(instance=make_instance())[1]
     round = make_round(task_type="pairwise", targets=[], open=False)
     with pytest.raises(ValidationError, match="same instance"):
-        services.add_items(round=round, targets=[(output_a, output_b)])
+        add_items(round=round, targets=[(output_a, output_b)])
     with pytest.raises(ValidationError, match="two different outputs"):
-        services.add_items(round=round, targets=[(output_a, output_a)])
+        add_items(round=round, targets=[(output_a, output_a)])
     with pytest.raises(ValidationError, match="output's instance"):
-        services.add_items(round=round, targets=[(output_a, make_reference(instance=make_instance()))])
+        add_items(round=round, targets=[(output_a, make_reference(instance=make_instance()))])
     assert not round.items.exists()
 
 
@@ -129,7 +132,7 @@ def test_a_broken_stored_item_is_never_handed_out():
     round = make_round(task_type="pairwise", targets=[make_outputs(instance=instance)])
     other = make_outputs(instance=make_instance(), models=("gamma", "delta"))[0]
     break_item(round.items.get(), output_b=other)  # a pair across two instances
-    assert services.request_assignment(round=round, worker=make_worker()) is None
+    assert request_assignment(round=round, worker=make_worker()) is None
 
 
 def test_a_page_whose_item_broke_is_refused_cleanly_and_given_back(client):

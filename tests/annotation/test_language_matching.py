@@ -2,8 +2,8 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from annotation import services
-from annotation.services import NotQualified
+from annotation.errors import NotQualified
+from annotation.services.engine import request_assignment
 from tests.annotation.factories import make_review_set, make_round, make_worker
 
 pytestmark = pytest.mark.django_db
@@ -19,13 +19,13 @@ def test_language_matched_round_serves_only_workers_who_list_its_language():
     bilingual.save()
     for worker in (english_only, unstated):
         with pytest.raises(NotQualified, match="for workers who work in Japanese"):
-            services.request_assignment(round=round, worker=worker)
-    assert services.request_assignment(round=round, worker=bilingual) is not None
+            request_assignment(round=round, worker=worker)
+    assert request_assignment(round=round, worker=bilingual) is not None
 
 
 def test_without_the_rule_anyone_may_rank():
     round = make_round(task_type="ranking", targets=[make_review_set(language="ja")], language="ja")
-    assert services.request_assignment(round=round, worker=make_worker()) is not None
+    assert request_assignment(round=round, worker=make_worker()) is not None
 
 
 def test_rule_and_languages_are_validated():

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import services
+from annotation.errors import InvalidTransition
 from annotation.models import Assignment, CollectionRound
+from annotation.services.engine import request_assignment
+from annotation.services.review import approve_assignment, reject_assignment
+from annotation.services.rounds import close_round
+from annotation.services.submissions import submit_assignment
 from datasets_app.models import AcceptedReference, Instance, Verification
 
 from .factories import make_candidate, make_instance, make_outputs, make_round, make_worker
@@ -15,8 +19,8 @@ pytestmark = pytest.mark.django_db
 
 def submit(round, data):
     worker = make_worker()
-    assignment = services.request_assignment(round=round, worker=worker)
-    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=data)
+    assignment = request_assignment(round=round, worker=worker)
+    submit_assignment(assignment_id=assignment.pk, worker=worker, data=data)
     assignment.refresh_from_db()
     return assignment
 
@@ -28,7 +32,7 @@ def test_rejecting_a_judgment_of_a_completed_item_reopens_it_and_recomputes_the_
     item = round.items.get()
     assert item.completed_at is not None and item.aggregate_result["judgments"] == 2
 
-    services.reject_assignment(assignment=second, feedback="random clicking")
+    reject_assignment(assignment=second, feedback="random clicking")
     item.refresh_from_db()
     assert item.completed_at is None
     assert item.aggregate_result["judgments"] == 1
@@ -44,8 +48,8 @@ def test_rejecting_after_the_round_closed_keeps_the_item_completed_with_the_new_
     round = make_round(task_type="pairwise", targets=[make_outputs(instance=make_instance())], workers_per_item=2)
     submit(round, {"choice": "left"})
     second = submit(round, {"choice": "right"})
-    services.close_round(round=round)
-    services.reject_assignment(assignment=second)
+    close_round(round=round)
+    reject_assignment(assignment=second)
     item = round.items.get()
     assert item.completed_at is not None and item.aggregate_result["judgments"] == 1
 
@@ -57,7 +61,7 @@ def test_a_rejected_verdict_goes_back_to_verification_while_the_round_is_open():
     instance = Instance.objects.get(pk=candidate.instance_id)
     assert instance.status == Instance.Status.VERIFIED and AcceptedReference.objects.filter(instance=instance).exists()
 
-    services.reject_assignment(assignment=judged)
+    reject_assignment(assignment=judged)
     instance.refresh_from_db()
     assert instance.status == Instance.Status.AWAITING_VERIFICATION
     assert not AcceptedReference.objects.filter(instance=instance).exists()
@@ -73,12 +77,12 @@ def test_a_verdict_revised_after_the_round_closed():
     votes = [submit(round, {"outcome": outcome}) for outcome in ("correct", "caption_problem", "caption_problem")]
     instance = Instance.objects.get(pk=candidate.instance_id)
     assert (instance.status, instance.discard_reason) == (Instance.Status.DISCARDED, "caption")
-    services.close_round(round=round)
-    services.reject_assignment(assignment=votes[1])
+    close_round(round=round)
+    reject_assignment(assignment=votes[1])
     instance.refresh_from_db()
     # One correct, one caption problem: no majority any more.
     assert (instance.status, instance.discard_reason) == (Instance.Status.DISCARDED, "unverified")
-    services.reject_assignment(assignment=votes[2])
+    reject_assignment(assignment=votes[2])
     instance.refresh_from_db()
     assert instance.status == Instance.Status.VERIFIED
     assert round.items.get().aggregate_result["outcome"] == "correct"
@@ -88,10 +92,10 @@ def test_a_verdict_revised_after_the_round_closed():
 def test_a_review_is_recorded_once(first, then):
     round = make_round(task_type="pairwise", targets=[make_outputs(instance=make_instance())])
     assignment = submit(round, {"choice": "left"})
-    review = {"approve": services.approve_assignment, "reject": services.reject_assignment}
+    review = {"approve": approve_assignment, "reject": reject_assignment}
     done = review[first](assignment=assignment)
     assert review[first](assignment=assignment).review_status == done.review_status  # a repeat is a no-op
-    with pytest.raises(services.InvalidTransition) as refused:
+    with pytest.raises(InvalidTransition) as refused:
         review[then](assignment=assignment)
     assert refused.value.status_code == 409
     assignment.refresh_from_db()
@@ -100,8 +104,8 @@ def test_a_review_is_recorded_once(first, then):
 
 def test_only_submitted_assignments_are_reviewed():
     round = make_round(task_type="pairwise", targets=[make_outputs(instance=make_instance())])
-    open_assignment = services.request_assignment(round=round, worker=make_worker())
-    with pytest.raises(services.InvalidTransition):
-        services.reject_assignment(assignment=open_assignment)
+    open_assignment = request_assignment(round=round, worker=make_worker())
+    with pytest.raises(InvalidTransition):
+        reject_assignment(assignment=open_assignment)
     assert Assignment.objects.get(pk=open_assignment.pk).review_status == ""
     assert round.status == CollectionRound.Status.OPEN

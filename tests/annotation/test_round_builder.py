@@ -7,10 +7,11 @@ from decimal import Decimal
 
 import pytest
 
-from annotation import round_builder, services
+from annotation import round_builder
 from annotation.models import CollectionRound, WorkItem
 from annotation.samplers import SAMPLERS, Candidates, get_sampler
 from annotation.samplers.base import SamplerError
+from annotation.services.rounds import add_items, create_round
 from annotation.task_types.sources import BadItemSource
 from datasets_app.models import Instance, Verification
 from projects.services import create_project
@@ -201,8 +202,8 @@ def test_instances_awaiting_a_caption_skip_queued_ones_and_other_projects(projec
     waiting = [make_instance(family=family, captions=False) for _ in range(3)]
     make_instance(family=family, captions=True)  # awaiting verification: not a caption item
     make_instance(family=family_of(other_project), captions=False)
-    queued = services.create_round(name="queued", task_type="caption", project=project)
-    services.add_items(round=queued, targets=[waiting[0]])
+    queued = create_round(name="queued", task_type="caption", project=project)
+    add_items(round=queued, targets=[waiting[0]])
     result = plan(project, task_type="caption", source="awaiting_caption")
     assert [spec.target for spec in result.specs] == waiting[1:]
     assert plan(project, task_type="caption", source="awaiting_caption", limit=1).specs[0].target == waiting[1]
@@ -241,7 +242,7 @@ def test_an_empty_source_is_refused(project):
 def test_items_added_from_a_source_match_the_preview(project):
     instances_with_outputs(project, count=3)
     preview = plan(project, sampler="uniform", count=5, seed=9)
-    round = services.create_round(name="r", task_type="pairwise", project=project)
+    round = create_round(name="r", task_type="pairwise", project=project)
     added = round_builder.add_items_from_source(round=round, source="model_outputs",
                                                 params={"sampler": "uniform", "count": 5, "seed": 9})
     assert added.as_dict() == preview.as_dict()
@@ -252,12 +253,12 @@ def test_items_added_from_a_source_match_the_preview(project):
 
 def test_add_items_takes_only_the_rounds_project(project, other_project):
     theirs = instances_with_outputs(other_project, count=2)
-    round = services.create_round(name="r", task_type="pairwise", project=project)
+    round = create_round(name="r", task_type="pairwise", project=project)
     with pytest.raises(BadItemSource):
         round_builder.add_items_from_source(round=round, source="model_outputs",
                                             params={"sampler": "all_pairs", "instance_ids": [theirs[0].pk]})
     assert not WorkItem.objects.exists()
-    orphan = services.create_round(name="no project", task_type="pairwise")
+    orphan = create_round(name="no project", task_type="pairwise")
     with pytest.raises(BadItemSource, match="belongs to none"):
         round_builder.add_items_from_source(round=orphan, source="model_outputs", params={})
 
@@ -291,7 +292,7 @@ def test_plan_as_dict_names_targets_by_id(project):
 
 def test_gold_answers_mark_planned_items_by_number(project):
     instances_with_outputs(project, count=1, references=True)
-    round = services.create_round(name="r", task_type="pairwise", project=project)
+    round = create_round(name="r", task_type="pairwise", project=project)
     round_builder.add_items_from_source(round=round, source="model_outputs", params={"sampler": "vs_reference"},
                                         gold_answers={"3": {"winner": "b"}})
     assert [(item.position, item.is_gold, item.gold_answer) for item in round.items.order_by("position")] == [

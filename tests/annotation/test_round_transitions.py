@@ -5,8 +5,12 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from annotation import services
+from annotation.errors import AssignmentNotActive, InvalidTransition, RoundNotOpen
 from annotation.models import Assignment, CollectionRound
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import (add_items, allowed_actions, cancel_round, close_round, extend_round,
+                                        open_round, pause_round, resume_round)
+from annotation.services.submissions import submit_assignment
 
 from .factories import make_candidate, make_round, make_worker
 
@@ -23,46 +27,46 @@ def verification_round(items=3, **options):
 def test_a_paused_round_hands_out_nothing_but_takes_work_in_flight():
     round = verification_round()
     busy = make_worker()
-    in_flight = services.request_assignment(round=round, worker=busy)
-    round = services.pause_round(round=round)
+    in_flight = request_assignment(round=round, worker=busy)
+    round = pause_round(round=round)
     assert round.status == CollectionRound.Status.PAUSED
-    with pytest.raises(services.RoundNotOpen):
-        services.request_assignment(round=round, worker=make_worker())
-    outcome = services.submit_assignment(assignment_id=in_flight.pk, worker=busy, data=VERIFY_OK)
+    with pytest.raises(RoundNotOpen):
+        request_assignment(round=round, worker=make_worker())
+    outcome = submit_assignment(assignment_id=in_flight.pk, worker=busy, data=VERIFY_OK)
     assert outcome.created and outcome.assignment.status == Assignment.Status.SUBMITTED
     assert Assignment.objects.count() == 1
-    round = services.resume_round(round=round)
+    round = resume_round(round=round)
     assert round.status == CollectionRound.Status.OPEN
-    assert services.request_assignment(round=round, worker=make_worker()) is not None
+    assert request_assignment(round=round, worker=make_worker()) is not None
 
 
 def test_a_closed_round_takes_no_submission():
     round = verification_round()
     worker = make_worker()
-    assignment = services.request_assignment(round=round, worker=worker)
-    services.pause_round(round=round)
-    services.close_round(round=round)
-    with pytest.raises(services.RoundNotOpen):
-        services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=VERIFY_OK)
+    assignment = request_assignment(round=round, worker=worker)
+    pause_round(round=round)
+    close_round(round=round)
+    with pytest.raises(RoundNotOpen):
+        submit_assignment(assignment_id=assignment.pk, worker=worker, data=VERIFY_OK)
 
 
 @pytest.mark.parametrize("start, action", [
-    ("draft", services.pause_round),
-    ("draft", services.resume_round),
-    ("draft", services.close_round),
-    ("open", services.resume_round),
-    ("open", services.open_round),
-    ("paused", services.pause_round),
-    ("paused", services.open_round),
-    ("closed", services.pause_round),
-    ("closed", services.resume_round),
-    ("closed", services.cancel_round),
-    ("cancelled", services.resume_round),
+    ("draft", pause_round),
+    ("draft", resume_round),
+    ("draft", close_round),
+    ("open", resume_round),
+    ("open", open_round),
+    ("paused", pause_round),
+    ("paused", open_round),
+    ("closed", pause_round),
+    ("closed", resume_round),
+    ("closed", cancel_round),
+    ("cancelled", resume_round),
 ])
 def test_illegal_transitions_are_refused_and_change_nothing(start, action):
     round = verification_round(open=False)
     CollectionRound.objects.filter(pk=round.pk).update(status=start)
-    with pytest.raises(services.InvalidTransition, match="cannot"):
+    with pytest.raises(InvalidTransition, match="cannot"):
         action(round=round)
     round.refresh_from_db()
     assert round.status == start
@@ -70,36 +74,36 @@ def test_illegal_transitions_are_refused_and_change_nothing(start, action):
 
 def test_allowed_actions_follow_the_status():
     round = verification_round(open=False)
-    assert services.allowed_actions(round) == ["open", "cancel"]
-    with pytest.raises(services.InvalidTransition, match="cannot extend a round that is draft"):
-        services.extend_round(round=round, time_limit_seconds=4000)
-    round = services.open_round(round=round)
-    assert services.allowed_actions(round) == ["pause", "extend", "widen", "close", "cancel"]
-    round = services.pause_round(round=round)
-    assert services.allowed_actions(round) == ["resume", "extend", "widen", "close", "cancel"]
-    round = services.close_round(round=round)
-    assert services.allowed_actions(round) == []
+    assert allowed_actions(round) == ["open", "cancel"]
+    with pytest.raises(InvalidTransition, match="cannot extend a round that is draft"):
+        extend_round(round=round, time_limit_seconds=4000)
+    round = open_round(round=round)
+    assert allowed_actions(round) == ["pause", "extend", "widen", "close", "cancel"]
+    round = pause_round(round=round)
+    assert allowed_actions(round) == ["resume", "extend", "widen", "close", "cancel"]
+    round = close_round(round=round)
+    assert allowed_actions(round) == []
 
 
 def test_extend_gives_more_time_to_new_and_running_assignments():
     round = verification_round(time_limit_seconds=600)
     worker = make_worker()
-    assignment = services.request_assignment(round=round, worker=worker)
+    assignment = request_assignment(round=round, worker=worker)
     deadline = assignment.expires_at
-    round = services.extend_round(round=round, time_limit_seconds=900)
+    round = extend_round(round=round, time_limit_seconds=900)
     assert round.time_limit_seconds == 900
     assignment.refresh_from_db()
     assert assignment.expires_at == deadline + timedelta(seconds=300)
-    later = services.request_assignment(round=round, worker=make_worker())
+    later = request_assignment(round=round, worker=make_worker())
     assert later.expires_at - later.accepted_at == timedelta(seconds=900)
 
 
 def test_extend_raises_the_budget_cap_so_work_is_handed_out_again():
     round = verification_round(budget_cap=Decimal("0.50"))  # one task of 0.50
-    assert services.request_assignment(round=round, worker=make_worker()) is not None
-    assert services.request_assignment(round=round, worker=make_worker()) is None
-    round = services.extend_round(round=round, budget_cap=Decimal("1.00"))
-    assert services.request_assignment(round=round, worker=make_worker()) is not None
+    assert request_assignment(round=round, worker=make_worker()) is not None
+    assert request_assignment(round=round, worker=make_worker()) is None
+    round = extend_round(round=round, budget_cap=Decimal("1.00"))
+    assert request_assignment(round=round, worker=make_worker()) is not None
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -111,33 +115,33 @@ def test_extend_raises_the_budget_cap_so_work_is_handed_out_again():
 ])
 def test_extend_never_lowers_and_refuses_bad_values(changes, message):
     round = verification_round(time_limit_seconds=600, budget_cap=Decimal("5.00"))
-    with pytest.raises(services.InvalidTransition, match=message):
-        services.extend_round(round=round, **changes)
+    with pytest.raises(InvalidTransition, match=message):
+        extend_round(round=round, **changes)
     round.refresh_from_db()
     assert (round.time_limit_seconds, round.budget_cap) == (600, Decimal("5.00"))
 
 
 def test_extend_cannot_put_a_cap_on_an_uncapped_round_or_touch_a_closed_one():
     round = verification_round()
-    with pytest.raises(services.InvalidTransition, match="no budget cap"):
-        services.extend_round(round=round, budget_cap=Decimal("3"))
-    services.close_round(round=round)
-    with pytest.raises(services.InvalidTransition, match="cannot extend a round that is closed"):
-        services.extend_round(round=round, time_limit_seconds=4000)
+    with pytest.raises(InvalidTransition, match="no budget cap"):
+        extend_round(round=round, budget_cap=Decimal("3"))
+    close_round(round=round)
+    with pytest.raises(InvalidTransition, match="cannot extend a round that is closed"):
+        extend_round(round=round, time_limit_seconds=4000)
 
 
 def test_items_can_be_added_to_a_paused_round():
     round = verification_round(items=1)
-    services.pause_round(round=round)
-    services.add_items(round=round, targets=[make_candidate()])
+    pause_round(round=round)
+    add_items(round=round, targets=[make_candidate()])
     assert round.items.count() == 2
 
 
 def test_pause_keeps_expiry_running():
     round = verification_round(time_limit_seconds=60)
     worker = make_worker()
-    assignment = services.request_assignment(round=round, worker=worker)
-    services.pause_round(round=round)
-    with pytest.raises(services.AssignmentNotActive):
-        services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=VERIFY_OK,
+    assignment = request_assignment(round=round, worker=worker)
+    pause_round(round=round)
+    with pytest.raises(AssignmentNotActive):
+        submit_assignment(assignment_id=assignment.pk, worker=worker, data=VERIFY_OK,
                                    now=timezone.now() + timedelta(seconds=120))

@@ -4,8 +4,13 @@ from decimal import Decimal
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from annotation import selectors, services
+from annotation import selectors
+from annotation.errors import AssignmentNotFound, ConflictingResubmission, InvalidSubmission, RoundNotOpen
 from annotation.models import Assignment
+from annotation.services import submissions
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import close_round
+from annotation.services.submissions import submit_assignment
 from annotation.task_types import REGISTRY
 from annotation.task_types.ranking import shown_order
 from datasets_app.models import AcceptedReference, Caption, Image, Instance, Source, Verification
@@ -27,11 +32,11 @@ pytestmark = pytest.mark.django_db
 
 def take(round, worker=None):
     worker = worker or make_worker()
-    return worker, services.request_assignment(round=round, worker=worker)
+    return worker, request_assignment(round=round, worker=worker)
 
 
 def submit(worker, assignment, data, files=None):
-    return services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=data, files=files)
+    return submit_assignment(assignment_id=assignment.pk, worker=worker, data=data, files=files)
 
 
 def test_registry_has_the_five_types():
@@ -84,7 +89,7 @@ def test_instruction_generation_refuses_bad_submissions(data, file_bytes, messag
     worker, assignment = take(round)
     files = {"image_file": SimpleUploadedFile("f.png", file_bytes)} if file_bytes is not None else {}
     before = (Instance.objects.count(), Image.objects.count())
-    with pytest.raises(services.InvalidSubmission, match=message):
+    with pytest.raises(InvalidSubmission, match=message):
         submit(worker, assignment, data, files)
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.ASSIGNED and assignment.payload is None
@@ -98,7 +103,7 @@ def test_instruction_generation_refuses_an_existing_instance():
     first, a = take(round)
     submit(first, a, data)
     second, b = take(round)
-    with pytest.raises(services.InvalidSubmission, match="already exists"):
+    with pytest.raises(InvalidSubmission, match="already exists"):
         submit(second, b, data)
     b.refresh_from_db()
     assert b.status == Assignment.Status.ASSIGNED
@@ -139,7 +144,7 @@ def test_multi_image_family_takes_two_uploads_in_order_and_a_repeat_is_stored_on
     assert not repeat.created
     assert (Instance.objects.count(), instance.images.count()) == (1, 2)
     swapped = {**image_upload(0, after), **image_upload(1, before)}
-    with pytest.raises(services.ConflictingResubmission):
+    with pytest.raises(ConflictingResubmission):
         submit(worker, assignment, data, swapped)
 
 
@@ -193,7 +198,7 @@ def test_image_lists_are_refused_with_the_problem_named(multi, data, uploads, me
     round = make_round(task_type="instruction_generation", targets=[make_family(multi=multi)])
     worker, assignment = take(round)
     before = (Instance.objects.count(), Image.objects.count())
-    with pytest.raises(services.InvalidSubmission, match=message):
+    with pytest.raises(InvalidSubmission, match=message):
         submit(worker, assignment, {"instruction": "Q?", **data}, uploads)
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.ASSIGNED and assignment.payload is None
@@ -207,7 +212,7 @@ def test_a_bad_file_in_image_2_is_named_and_nothing_is_stored(media_in_tmp):
     files = {**image_upload(0, png_bytes("blue")), **image_upload(1, b"GIF89a not really"),
              **image_upload(2, png_bytes("green"))}
     images_before = Image.objects.count()
-    with pytest.raises(services.InvalidSubmission, match="^Image 2: The image was refused: .*not a readable image"):
+    with pytest.raises(InvalidSubmission, match="^Image 2: The image was refused: .*not a readable image"):
         submit(worker, assignment, data, files)
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.ASSIGNED and assignment.payload is None
@@ -222,9 +227,9 @@ def test_captions_one_per_image_become_current_when_the_item_completes():
     instance = make_instance(images=2, captions=False)
     round = make_round(task_type="caption", targets=[instance])
     worker, assignment = take(round)
-    with pytest.raises(services.InvalidSubmission, match="one caption per image"):
+    with pytest.raises(InvalidSubmission, match="one caption per image"):
         submit(worker, assignment, {"captions": ["only one"]})
-    with pytest.raises(services.InvalidSubmission, match="image 2 is empty"):
+    with pytest.raises(InvalidSubmission, match="image 2 is empty"):
         submit(worker, assignment, {"captions": ["first", "   "]})
     assert not Caption.objects.filter(instance=instance).exists()
 
@@ -292,9 +297,9 @@ def test_verification_discards_with_the_reason(outcomes, harmful, reason):
 def test_verification_needs_a_judgment():
     round = make_round(task_type="verification", targets=[make_candidate()])
     worker, assignment = take(round)
-    with pytest.raises(services.InvalidSubmission, match="correct"):
+    with pytest.raises(InvalidSubmission, match="correct"):
         submit(worker, assignment, {"harmful": False})
-    with pytest.raises(services.InvalidSubmission, match="Unknown judgment"):
+    with pytest.raises(InvalidSubmission, match="Unknown judgment"):
         submit(worker, assignment, {"outcome": "no_outcome"})
     assert not Verification.objects.exists()
 
@@ -310,7 +315,7 @@ def test_resubmitting_the_same_answers_stores_them_once():
     again = submit(worker, assignment, {"outcome": "correct", "harmful": "false", "comment": " fine "})
     assert (first.created, again.created) == (True, False)
     assert Verification.objects.count() == 1
-    with pytest.raises(services.ConflictingResubmission):
+    with pytest.raises(ConflictingResubmission):
         submit(worker, assignment, {"outcome": "response_problem"})
     assignment.refresh_from_db()
     assert assignment.payload["outcome"] == "correct"
@@ -320,10 +325,10 @@ def test_resubmitting_the_same_answers_stores_them_once():
 def test_unknown_and_foreign_assignments_are_refused():
     round = make_round(task_type="verification", targets=[make_candidate()])
     owner, assignment = take(round)
-    with pytest.raises(services.AssignmentNotFound):
-        services.submit_assignment(assignment_id=999999, worker=owner, data={"outcome": "correct"})
-    with pytest.raises(services.AssignmentNotFound, match="^Unknown assignment.$"):
-        services.submit_assignment(assignment_id=assignment.pk, worker=make_worker(), data={"outcome": "correct"})
+    with pytest.raises(AssignmentNotFound):
+        submit_assignment(assignment_id=999999, worker=owner, data={"outcome": "correct"})
+    with pytest.raises(AssignmentNotFound, match="^Unknown assignment.$"):
+        submit_assignment(assignment_id=assignment.pk, worker=make_worker(), data={"outcome": "correct"})
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.ASSIGNED
 
@@ -331,8 +336,8 @@ def test_unknown_and_foreign_assignments_are_refused():
 def test_submissions_to_a_closed_round_are_refused():
     round = make_round(task_type="verification", targets=[make_candidate()])
     worker, assignment = take(round)
-    services.close_round(round=round)
-    with pytest.raises(services.RoundNotOpen):
+    close_round(round=round)
+    with pytest.raises(RoundNotOpen):
         submit(worker, assignment, {"outcome": "correct"})
     assert not Verification.objects.exists()
 
@@ -355,8 +360,8 @@ def test_gold_items_record_whether_the_worker_passed():
 
 def test_items_complete_once_when_all_judgments_are_in(monkeypatch):
     calls = []
-    original = services.on_item_completed
-    monkeypatch.setattr(services, "on_item_completed", lambda *, item: (calls.append(item.pk), original(item=item)))
+    original = submissions.on_item_completed
+    monkeypatch.setattr(submissions, "on_item_completed", lambda *, item: (calls.append(item.pk), original(item=item)))
     round = make_round(task_type="verification", targets=[make_candidate()], workers_per_item=2)
     w1, a1 = take(round)
     submit(w1, a1, {"outcome": "correct"})
@@ -404,7 +409,7 @@ def test_pairwise_against_the_reference_and_bad_choices():
     context = REGISTRY.get("pairwise").context(assignment)
     assert {context["left"]["text"], context["right"]["text"]} == {output.text, reference.text}
     for bad, message in [({}, "Choose the better"), ({"choice": "middle"}, "left or right")]:
-        with pytest.raises(services.InvalidSubmission, match=message):
+        with pytest.raises(InvalidSubmission, match=message):
             submit(worker, assignment, bad)
     submit(worker, assignment, {"choice": "left"})
     battles = selectors.pairwise_battles()
@@ -456,7 +461,7 @@ def test_ranking_refuses_anything_but_a_permutation(order_of, message):
     round = make_round(task_type="ranking", targets=[review_set])
     worker, assignment = take(round)
     ids = shown_order(assignment, sorted(review_set.reviews.values_list("pk", flat=True)))
-    with pytest.raises(services.InvalidSubmission, match=message):
+    with pytest.raises(InvalidSubmission, match=message):
         submit(worker, assignment, {"order": order_of(ids)})
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.ASSIGNED
@@ -480,8 +485,8 @@ def test_round_progress_reports_spend_and_effective_wage():
     worker = make_worker()
     start = timezone.now()
     for n in range(1, minimum + 1):
-        a = services.request_assignment(round=round, worker=worker, now=start)
-        services.submit_assignment(assignment_id=a.pk, worker=worker, data={"outcome": "correct"},
+        a = request_assignment(round=round, worker=worker, now=start)
+        submit_assignment(assignment_id=a.pk, worker=worker, data={"outcome": "correct"},
                                    now=start + timedelta(seconds=90))
         progress = selectors.round_progress(round=round)
         assert progress["timed_tasks"] == n

@@ -8,7 +8,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from annotation import selectors, services
+from annotation import selectors
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import get_or_create_local_worker
 from annotation.views import WORK_HISTORY_PAGE_SIZE
 from providers.models import BonusPayment
 from providers.review import APPROVE, REJECT, review_submissions
@@ -24,8 +27,8 @@ def pairwise_round(items: int, **options):
 
 def submit(round, worker, *, seconds=40, now=None):
     start = now or timezone.now() - timedelta(minutes=10)
-    assignment = services.request_assignment(round=round, worker=worker, now=start)
-    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"},
+    assignment = request_assignment(round=round, worker=worker, now=start)
+    submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"},
                                now=start + timedelta(seconds=seconds))
     assignment.refresh_from_db()
     return assignment
@@ -39,7 +42,7 @@ def client_for(user) -> Client:
 
 def test_history_shows_review_feedback_and_earnings_per_currency():
     user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
+    worker = get_or_create_local_worker(user=user)
     usd = pairwise_round(3, reward_per_task=Decimal("0.50"))
     eur = pairwise_round(1, reward_per_task=Decimal("0.40"), currency="EUR")
     approved, rejected, pending = (submit(usd, worker) for _ in range(3))
@@ -70,7 +73,7 @@ def test_history_shows_review_feedback_and_earnings_per_currency():
 
 def test_history_is_newest_first_and_paged():
     worker_user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=worker_user)
+    worker = get_or_create_local_worker(user=worker_user)
     round = pairwise_round(WORK_HISTORY_PAGE_SIZE + 1)
     start = timezone.now() - timedelta(hours=2)
     made = [submit(round, worker, now=start + timedelta(minutes=n)) for n in range(WORK_HISTORY_PAGE_SIZE + 1)]
@@ -86,8 +89,8 @@ def test_history_is_newest_first_and_paged():
 
 def test_worker_text_is_escaped_and_only_their_own_work_is_shown():
     user, other = make_worker_user(), make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
-    someone = services.get_or_create_local_worker(user=other)
+    worker = get_or_create_local_worker(user=user)
+    someone = get_or_create_local_worker(user=other)
     round = pairwise_round(2)
     mine, theirs = submit(round, worker), submit(round, someone)
     review_submissions(assignments=[mine], decision=REJECT, feedback="<script>alert(1)</script>")
@@ -105,7 +108,7 @@ def test_only_workers_see_my_work():
 
 def test_work_list_tells_of_new_feedback_until_my_work_is_opened():
     user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
+    worker = get_or_create_local_worker(user=user)
     round = pairwise_round(3)
     first, second = submit(round, worker), submit(round, worker)
     client = client_for(user)
@@ -151,7 +154,7 @@ def approved_tasks(worker, count, **options):
 def test_my_work_page_shows_the_exact_sum_of_thirty_rewards_of_0_32_usd():
     # SQLite sums decimals as floats: 30 x 0.32 came back as 9.60000000000000 (9.69999999999999 for others).
     user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
+    worker = get_or_create_local_worker(user=user)
     approved_tasks(worker, 30, reward_per_task=Decimal("0.32"))
 
     [usd] = selectors.earnings(worker=worker)
@@ -163,7 +166,7 @@ def test_my_work_page_shows_the_exact_sum_of_thirty_rewards_of_0_32_usd():
 
 def test_earnings_add_up_the_bonus_ledger_exactly():
     user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
+    worker = get_or_create_local_worker(user=user)
     done = approved_tasks(worker, 30, reward_per_task=Decimal("0.23"))
     for number, assignment in enumerate(done):
         BonusPayment.objects.create(assignment=assignment, worker=worker, provider="local", amount=Decimal("0.23"),
@@ -177,7 +180,7 @@ def test_earnings_add_up_the_bonus_ledger_exactly():
 
 def test_my_work_shows_yen_without_decimal_places():
     user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
+    worker = get_or_create_local_worker(user=user)
     approved_tasks(worker, 3, reward_per_task=Decimal("30"), currency="JPY")
     page = client_for(user).get("/work/history/").content.decode()
     assert "90 JPY: 90 for 3 approved tasks, 0 in bonuses" in page

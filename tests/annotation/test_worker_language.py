@@ -3,9 +3,9 @@ round's content stays in the round's language (#27)."""
 import pytest
 from django.test import Client
 
-from annotation import services
 from annotation.languages import worker_language
 from annotation.models import Assignment
+from annotation.services.workers import get_or_create_local_worker, set_worker_languages
 from tests.annotation.factories import make_instance, make_outputs, make_review_set, make_round, make_worker_user
 
 pytestmark = pytest.mark.django_db
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 def worker_listing(*languages: str):
     user = make_worker_user()
-    worker = services.set_worker_languages(worker=services.get_or_create_local_worker(user=user),
+    worker = set_worker_languages(worker=get_or_create_local_worker(user=user),
                                            languages=list(languages))
     client = Client()
     client.force_login(user)

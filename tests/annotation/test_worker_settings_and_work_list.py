@@ -8,8 +8,13 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from annotation import selectors, services
+from annotation import selectors
+from annotation.errors import InvalidSubmission, NotQualified
 from annotation.models import Assignment
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import close_round
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import get_or_create_local_worker, set_worker_languages
 from tests.annotation.factories import (
     make_instance,
     make_outputs,
@@ -48,22 +53,22 @@ def test_worker_sets_languages_on_the_settings_page():
     assert 'value="ja"' in page.content.decode() and 'value="en"' in page.content.decode()
     response = client.post("/work/settings/", {"languages": ["ja", "en"]})
     assert response.status_code == 302 and response["Location"] == "/work/"
-    assert services.get_or_create_local_worker(user=user).languages == ["en", "ja"]
+    assert get_or_create_local_worker(user=user).languages == ["en", "ja"]
     # Unticking everything is allowed: no languages stated.
     client.post("/work/settings/", {})
-    assert services.get_or_create_local_worker(user=user).languages == []
+    assert get_or_create_local_worker(user=user).languages == []
 
 
 def test_unknown_language_is_refused_and_changes_nothing():
     user = make_worker_user()
-    worker = services.set_worker_languages(worker=services.get_or_create_local_worker(user=user), languages=["en"])
+    worker = set_worker_languages(worker=get_or_create_local_worker(user=user), languages=["en"])
     response = client_for(user).post("/work/settings/", {"languages": ["en", "klingon"]})
     assert response.status_code == 400
     assert "klingon" in response.content.decode()
     worker.refresh_from_db()
     assert worker.languages == ["en"]
-    with pytest.raises(services.InvalidSubmission, match="list of codes"):
-        services.set_worker_languages(worker=worker, languages=["xx"])
+    with pytest.raises(InvalidSubmission, match="list of codes"):
+        set_worker_languages(worker=worker, languages=["xx"])
 
 
 def test_settings_page_is_for_logged_in_workers_only():
@@ -79,21 +84,21 @@ def test_settings_form_needs_the_csrf_token():
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     assert client.post("/work/settings/", {"languages": ["ja"]}).status_code == 403
-    assert services.get_or_create_local_worker(user=user).languages == []
+    assert get_or_create_local_worker(user=user).languages == []
 
 
 def test_stated_language_opens_language_matched_rounds():
     round = make_round(task_type="ranking", targets=[make_review_set(language="ja")], language="ja",
                        qualification_rules={"language_matched": True})
     user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
+    worker = get_or_create_local_worker(user=user)
     assert round.name not in offered(worker)
-    with pytest.raises(services.NotQualified):
-        services.request_assignment(round=round, worker=worker)
+    with pytest.raises(NotQualified):
+        request_assignment(round=round, worker=worker)
     client_for(user).post("/work/settings/", {"languages": ["ja"]})
     worker.refresh_from_db()
     assert round.name in offered(worker)
-    assert services.request_assignment(round=round, worker=worker) is not None
+    assert request_assignment(round=round, worker=worker) is not None
 
 
 # --- the work list ----------------------------------------------------------------------------------
@@ -103,7 +108,7 @@ def test_work_list_leaves_out_rounds_the_worker_cannot_do():
     worker, other, third = make_worker(), make_worker(), make_worker()
     doable = pairwise_round()
     closed = pairwise_round()
-    services.close_round(round=closed)
+    close_round(round=closed)
     draft = pairwise_round(open=False)
     japanese = make_round(task_type="ranking", targets=[make_review_set(language="ja")], language="ja",
                           qualification_rules={"language_matched": True})
@@ -111,15 +116,15 @@ def test_work_list_leaves_out_rounds_the_worker_cannot_do():
     experienced = pairwise_round(qualification_rules={"min_approved_tasks": 1})
     full = pairwise_round(items=1, workers_per_item=2)
     for taker in (other, third):
-        services.request_assignment(round=full, worker=taker)
+        request_assignment(round=full, worker=taker)
     all_done = pairwise_round(items=1)
-    taken = services.request_assignment(round=all_done, worker=worker)
-    services.submit_assignment(assignment_id=taken.pk, worker=worker, data={"choice": "left"})
+    taken = request_assignment(round=all_done, worker=worker)
+    submit_assignment(assignment_id=taken.pk, worker=worker, data={"choice": "left"})
     limited = pairwise_round(items=3, workers_per_item=2, qualification_rules={"max_tasks_per_worker": 1})
-    mine = services.request_assignment(round=limited, worker=worker)
-    services.submit_assignment(assignment_id=mine.pk, worker=worker, data={"choice": "left"})
+    mine = request_assignment(round=limited, worker=worker)
+    submit_assignment(assignment_id=mine.pk, worker=worker, data={"choice": "left"})
     spent = pairwise_round(items=3, budget_cap=Decimal("0.50"))
-    services.request_assignment(round=spent, worker=other)
+    request_assignment(round=spent, worker=other)
 
     names = offered(worker)
     assert names == [doable.name]
@@ -133,7 +138,7 @@ def test_work_list_leaves_out_rounds_the_worker_cannot_do():
 def test_an_open_task_keeps_its_round_on_the_list_even_when_the_round_is_otherwise_full():
     worker = make_worker()
     round = pairwise_round(items=1)
-    services.request_assignment(round=round, worker=worker)
+    request_assignment(round=round, worker=worker)
     [offer] = selectors.work_list_for_worker(worker=worker)
     assert offer.round == round and offer.tasks_left == 1
 
@@ -155,8 +160,8 @@ def test_expected_time_is_the_median_of_submitted_tasks_else_the_estimate_else_t
     assert len(times) == selectors.MIN_TIMED_TASKS
     for n, seconds in enumerate(times, start=1):
         someone = make_worker()
-        assignment = services.request_assignment(round=round, worker=someone, now=start)
-        services.submit_assignment(assignment_id=assignment.pk, worker=someone, data={"choice": "left"},
+        assignment = request_assignment(round=round, worker=someone, now=start)
+        submit_assignment(assignment_id=assignment.pk, worker=someone, data={"choice": "left"},
                                    now=start + timedelta(seconds=seconds))
         if n < selectors.MIN_TIMED_TASKS:
             # Too few task times: the researcher's estimate still stands.
@@ -174,7 +179,7 @@ def test_work_list_page_shows_reward_time_and_rate():
     assert "0.50 USD per task" in html
     assert "about 1.0 min per task (the researcher" in html and "estimate)" in html
     assert "about 30.00 USD per hour" in html
-    services.close_round(round=round)
+    close_round(round=round)
     assert "There is no work for you" in client_for(user).get("/work/").content.decode()
 
 
@@ -200,7 +205,7 @@ def test_work_list_takes_a_fixed_number_of_queries(django_assert_max_num_queries
 def test_assignments_of_others_do_not_change_the_offer_count():
     worker, other = make_worker(), make_worker()
     round = pairwise_round(items=2, workers_per_item=1)
-    assignment = services.request_assignment(round=round, worker=other)
+    assignment = request_assignment(round=round, worker=other)
     [offer] = selectors.work_list_for_worker(worker=worker)
     assert offer.tasks_left == 1
     Assignment.objects.filter(pk=assignment.pk).update(expires_at=timezone.now() - timedelta(seconds=1))

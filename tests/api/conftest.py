@@ -43,7 +43,9 @@ def study(project, tmp_path, releases_in_tmp):
 def world(study, researcher, tmp_path):
     """``study`` with the demo review sets, both models' outputs, a pairwise round judged by two
     local workers (so complete), and a release: something behind every endpoint."""
-    from annotation import services as crowd
+    from annotation.services.engine import request_assignment
+    from annotation.services.rounds import add_items, create_round, open_round
+    from annotation.services.submissions import submit_assignment
     from datasets_app.demo import create_demo_data
     from datasets_app.model_outputs import import_predictions
     from datasets_app.models import ModelOutput
@@ -56,14 +58,14 @@ def world(study, researcher, tmp_path):
     for instance in study.families.get(name="Counting").instances.all():
         outputs = {o.model_name: o for o in ModelOutput.objects.filter(instance=instance)}
         pairs.append((outputs["model-good"], outputs["model-bad"]))
-    round = crowd.create_round(name="Battles", task_type="pairwise", project=study, workers_per_item=2,
+    round = create_round(name="Battles", task_type="pairwise", project=study, workers_per_item=2,
                                created_by=researcher)
-    crowd.add_items(round=round, targets=pairs)
-    crowd.open_round(round=round)
+    add_items(round=round, targets=pairs)
+    open_round(round=round)
     for _ in range(2):
         worker = make_worker()
-        while (assignment := crowd.request_assignment(round=round, worker=worker)) is not None:
-            crowd.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
+        while (assignment := request_assignment(round=round, worker=worker)) is not None:
+            submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
     release = make_release(project=study, name="study", version="0.1.0", out_dir=tmp_path / "release-0.1.0")
     return {"project": study, "round": round, "release": release}
 

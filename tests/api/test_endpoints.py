@@ -6,8 +6,10 @@ import random
 
 import pytest
 
-from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound, WorkItem
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import add_items, cancel_round, create_round, open_round
+from annotation.services.submissions import submit_assignment
 from datasets_app.models import Instance, ModelOutput, ReviewSet
 from projects.models import Release
 from providers.dry_run import simulated_answer
@@ -140,7 +142,7 @@ def test_adding_items_explicitly_with_a_gold_item(world, owner_api):
 
 
 def test_adding_items_from_a_source_and_its_refusals(world, owner_api, researcher):
-    round = crowd.create_round(name="Rank", task_type="ranking", project=world["project"], created_by=researcher)
+    round = create_round(name="Rank", task_type="ranking", project=world["project"], created_by=researcher)
     url = f"/api/rounds/{round.pk}/add-items-from-source/"
     before = WorkItem.objects.count()
     for body, field in [({"source": "model_outputs"}, "model_outputs"), ({"source": "review_sets", "params": {"x": 1}}, "x"),
@@ -152,7 +154,7 @@ def test_adding_items_from_a_source_and_its_refusals(world, owner_api, researche
     added = owner_api.post(url, {"source": "review_sets"}, format="json")
     assert added.status_code == 201, added.json()
     assert added.json()["added"] == 1  # the English review set: the round is in English
-    crowd.cancel_round(round=round)
+    cancel_round(round=round)
     closed = owner_api.post(url, {"source": "review_sets"}, format="json")
     assert closed.status_code == 409 and WorkItem.objects.filter(round=round).count() == 1
 
@@ -176,7 +178,7 @@ def test_publish_on_the_local_provider_after_a_dry_run(world, owner_api, provide
     assert finished.status_code == 409 and "nothing to publish" in finished.json()["detail"]
     # One more item: the round is open again, and that item's two slots are the work still needed.
     instance = round.items.order_by("position").first().output_a.instance
-    crowd.add_items(round=round, targets=[tuple(ModelOutput.objects.filter(instance=instance).order_by("model_name")[:2])])
+    add_items(round=round, targets=[tuple(ModelOutput.objects.filter(instance=instance).order_by("model_name")[:2])])
     CollectionRound.objects.filter(pk=round.pk).update(reward_per_task="0.50")
     before = (Assignment.objects.count(), list(Assignment.objects.values_list("review_status", flat=True)))
     dry = owner_api.post(f"/api/rounds/{round.pk}/publish/", {"provider": provider, "dry_run": True, "seed": 1},
@@ -314,14 +316,14 @@ def test_ratings_from_judge_battles_and_refusals(world, owner_api):
 def test_the_irr_report_of_a_projects_ranking_round(world, owner_api):
     missing = owner_api.get("/api/evaluations/irr-report/", {"project": "study-a"})
     assert missing.status_code == 404 and "no submitted rankings" in missing.json()["detail"]
-    round = crowd.create_round(name="Rank", task_type="ranking", project=world["project"], workers_per_item=3)
-    crowd.add_items(round=round, targets=list(ReviewSet.objects.filter(project=world["project"], language="en")))
-    crowd.open_round(round=round)
+    round = create_round(name="Rank", task_type="ranking", project=world["project"], workers_per_item=3)
+    add_items(round=round, targets=list(ReviewSet.objects.filter(project=world["project"], language="en")))
+    open_round(round=round)
     rng = random.Random(3)
     for _ in range(3):
         worker = make_worker()
-        while (assignment := crowd.request_assignment(round=round, worker=worker)) is not None:
-            crowd.submit_assignment(assignment_id=assignment.pk, worker=worker,
+        while (assignment := request_assignment(round=round, worker=worker)) is not None:
+            submit_assignment(assignment_id=assignment.pk, worker=worker,
                                     data=simulated_answer(assignment=assignment, rng=rng, accuracy=1.0))
     report = owner_api.get("/api/evaluations/irr-report/", {"project": "study-a", "threshold": 0.5})
     assert report.status_code == 200, report.json()

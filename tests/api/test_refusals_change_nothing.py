@@ -20,8 +20,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotation import services as crowd
 from annotation.models import CollectionRound
+from annotation.services.rounds import add_items, cancel_round, close_round, create_round, open_round
 from tests.providers.conftest import mturk_fake, prolific_fake, provider_settings  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -59,16 +59,16 @@ def snapshot() -> dict:
 def draft_round(world, **options) -> CollectionRound:
     """A draft copy of the world's round (same items' targets), in USD unless told otherwise."""
     source = world["round"]
-    round = crowd.create_round(name="Refusals", task_type="pairwise", project=world["project"],
+    round = create_round(name="Refusals", task_type="pairwise", project=world["project"],
                                workers_per_item=1, reward_per_task=options.pop("reward_per_task", Decimal("0.50")),
                                **options)
-    crowd.add_items(round=round, targets=[(item.output_a, item.output_b) for item in source.items.all()[:2]])
+    add_items(round=round, targets=[(item.output_a, item.output_b) for item in source.items.all()[:2]])
     return round
 
 
 def cancelled_round(world) -> CollectionRound:
     round = draft_round(world)
-    return crowd.cancel_round(round=round)
+    return cancel_round(round=round)
 
 
 def csv_upload(name: str, text: str) -> SimpleUploadedFile:
@@ -133,8 +133,8 @@ def api_open_an_open_round(ctx):
 
 def api_add_items_to_a_closed_round(ctx):
     round = draft_round(ctx["world"])
-    crowd.open_round(round=round)
-    crowd.close_round(round=round)
+    open_round(round=round)
+    close_round(round=round)
     item = ctx["world"]["round"].items.first()
     entry = {"output_a": item.output_a_id, "output_b": item.output_b_id}
     return lambda: ctx["api"].post(f"/api/rounds/{round.pk}/add-items/", {"items": [entry]}, format="json")

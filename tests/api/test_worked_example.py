@@ -8,8 +8,9 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation import services as crowd
 from annotation.models import CollectionRound
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from datasets_app.models import ModelOutput
 from tests.annotation.factories import make_worker
 from tests.cockpit.conftest import PASSWORD
@@ -32,10 +33,10 @@ def judge(round: CollectionRound, *, workers: int = 3) -> None:
     """What the crowd does between opening and closing: local workers prefer model-good."""
     for _ in range(workers):
         worker = make_worker()
-        while (assignment := crowd.request_assignment(round=round, worker=worker)) is not None:
+        while (assignment := request_assignment(round=round, worker=worker)) is not None:
             good_side = "a" if assignment.item.side_a_name == "model-good" else "b"
             choice = "left" if assignment.presentation["left"] == good_side else "right"
-            crowd.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
+            submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
 
 
 def test_the_worked_example_of_docs_api_md(study, researcher, tmp_path):

@@ -11,8 +11,9 @@ from decimal import Decimal
 import pandas as pd
 from django.utils import timezone
 
-from annotation import services
 from annotation.models import CollectionRound, Worker
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from annotation.task_types.ranking import shown_order
 from datasets_app.models import Instance
 from evaluation.services import store_review_scores
@@ -76,13 +77,13 @@ def judged_project(project, *, verified_per_family=(2, 1)) -> JudgedProject:
         for _ in range(len(targets) - (1 if number == 2 else 0)):
             taken = start + timedelta(minutes=7 * step)
             step += 1
-            assignment = services.request_assignment(round=pairwise, worker=worker, now=taken)
+            assignment = request_assignment(round=pairwise, worker=worker, now=taken)
             wanted = _judge(assignment.item, rng)
             choice = "left" if assignment.presentation["left"] == wanted else "right"
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice},
+            submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice},
                                        now=taken + timedelta(seconds=seconds))
     in_flight_worker = make_worker()
-    assert services.request_assignment(round=pairwise, worker=in_flight_worker) is not None
+    assert request_assignment(round=pairwise, worker=in_flight_worker) is not None
 
     review_sets = []
     rankings = []
@@ -93,11 +94,11 @@ def judged_project(project, *, verified_per_family=(2, 1)) -> JudgedProject:
                                    language=language))
         for number, worker in enumerate(workers):
             for _ in sets:
-                assignment = services.request_assignment(round=rankings[-1], worker=worker)
+                assignment = request_assignment(round=rankings[-1], worker=worker)
                 order = sorted(assignment.presentation["review_order"])  # prompt-rank order
                 if number == 2:
                     order = [order[1], order[0], *order[2:]]  # the third worker swaps the top two
-                services.submit_assignment(assignment_id=assignment.pk, worker=worker,
+                submit_assignment(assignment_id=assignment.pk, worker=worker,
                                            data={"order": shown_order(assignment, order)})
     rows = [(review_set.pk, "model-m", review_set.language, review.pk, float(review.prompt_rank))
             for review_set in review_sets for review in review_set.reviews.all()]
@@ -116,8 +117,8 @@ def yen_round(project, *, tasks=3, budget_cap=Decimal("1000"), items_left=0):
     start = timezone.now() - timedelta(minutes=10)
     for _ in range(tasks):
         worker = make_worker()
-        assignment = services.request_assignment(round=round, worker=worker, now=start)
-        services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"},
+        assignment = request_assignment(round=round, worker=worker, now=start)
+        submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"},
                                    now=start + timedelta(seconds=40))
     return round
 

@@ -3,7 +3,8 @@ among the rounds in progress."""
 import pytest
 from django.urls import reverse
 
-from annotation import services
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from tests.annotation.factories import make_candidate, make_round, make_worker
 
 pytestmark = pytest.mark.django_db
@@ -12,8 +13,8 @@ pytestmark = pytest.mark.django_db
 def finished_round(project):
     round = make_round(task_type="verification", targets=[make_candidate()], workers_per_item=1, project=project)
     worker = make_worker()
-    assignment = services.request_assignment(round=round, worker=worker)
-    services.submit_assignment(assignment_id=assignment.pk, worker=worker,
+    assignment = request_assignment(round=round, worker=worker)
+    submit_assignment(assignment_id=assignment.pk, worker=worker,
                                data={"outcome": "correct", "harmful": False, "comment": ""})
     return round
 

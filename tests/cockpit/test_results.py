@@ -6,7 +6,8 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from annotation import services
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from datasets_app.models import Instance
 from evaluation.core import irr
 from evaluation.core.ratings import compute_ratings
@@ -88,8 +89,8 @@ def test_results_are_cached_per_parameters_and_data(client, researcher, project,
     first = client.get(url).json()
     # The judgment in flight comes in: the data read changes, so the result is recomputed.
     late = data.in_flight_worker
-    assignment = services.request_assignment(round=data.pairwise, worker=late)
-    services.submit_assignment(assignment_id=assignment.pk, worker=late, data={"choice": "left"})
+    assignment = request_assignment(round=data.pairwise, worker=late)
+    submit_assignment(assignment_id=assignment.pk, worker=late, data={"choice": "left"})
     second = client.get(url).json()
     assert second["battle_count"] == first["battle_count"] + 1
     assert client.get(url).json() == second

@@ -74,7 +74,8 @@ def test_ranking_agreement_is_the_irr_core(data):
 
 
 def test_verification_agreement_is_the_majority_of_outcomes(project):
-    from annotation import services
+    from annotation.services.engine import request_assignment
+    from annotation.services.submissions import submit_assignment
     from tests.annotation.factories import make_candidate, make_family, make_instance, make_round, make_worker
 
     family = make_family(name="Reading", project=project)
@@ -84,9 +85,9 @@ def test_verification_agreement_is_the_majority_of_outcomes(project):
     answers = {candidates[0].pk: ["correct"] * 3, candidates[1].pk: ["response_problem", "correct", "response_problem"]}
     for number in range(3):
         worker = make_worker()
-        while (assignment := services.request_assignment(round=round, worker=worker)) is not None:
+        while (assignment := request_assignment(round=round, worker=worker)) is not None:
             outcome = answers[assignment.item.candidate_id][number]
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker,
+            submit_assignment(assignment_id=assignment.pk, worker=worker,
                                        data={"outcome": outcome, "harmful": False, "comment": ""})
     watch = round_watch(round=round, coverage_target=2)
     agreement = watch["agreement"]
@@ -172,7 +173,7 @@ def test_project_spend_compares_capped_rounds_with_their_caps_alone(client, rese
     capped at 20.00 plus 17.50 in an uncapped one is within its cap, not 35.00 of 20.00."""
     uncapped = data.pairwise
     CollectionRound.objects.filter(pk=uncapped.pk).update(budget_cap=None)
-    yen = yen_round(uncapped.project, items_left=1)
+    yen_round(uncapped.project, items_left=1)
     client.force_login(researcher)
     html = client.get(reverse("cockpit:watch", args=["study-a"])).content.decode()
     assert "spent of" not in html  # the old text, which read as overspending

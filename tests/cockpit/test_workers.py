@@ -2,8 +2,10 @@
 import pytest
 from django.urls import reverse
 
-from annotation import services
+from annotation.errors import NotQualified
 from annotation.models import Qualification, Worker
+from annotation.services.confirmation import record_confirmation
+from annotation.services.engine import request_assignment
 from providers import services as provider_services
 from providers.models import Publication
 from quality.services import recompute_round_quality
@@ -32,7 +34,7 @@ def judged(project):
     done = answer_all(round, [*locals_, turker], answer)
     for assignment in done:
         if assignment.worker == turker:
-            services.record_confirmation(assignment=assignment, confirmation="confirmed")
+            record_confirmation(assignment=assignment, confirmation="confirmed")
     recompute_round_quality(round=round)
     return round, locals_, turker
 
@@ -106,15 +108,15 @@ def test_an_owner_qualifies_a_worker_for_the_projects_qualified_rounds(client, r
     _round, (ann, bo), _turker = judged
     gated = make_round(task_type="pairwise", targets=[tuple(make_outputs(instance=make_instance()))],
                        project=project, qualification_rules={"qualified_only": True})
-    with pytest.raises(services.NotQualified):
-        services.request_assignment(round=gated, worker=ann)
+    with pytest.raises(NotQualified):
+        request_assignment(round=gated, worker=ann)
     client = signed_in(client, researcher)
     response = client.post(reverse("cockpit:worker_qualify", args=[project.slug, ann.pk]), follow=True)
     assert "careful-ann is qualified for this project" in response.content.decode()
     assert Qualification.objects.get(worker=ann, project=project).granted_by == researcher
-    assert services.request_assignment(round=gated, worker=ann) is not None
-    with pytest.raises(services.NotQualified):
-        services.request_assignment(round=gated, worker=bo)
+    assert request_assignment(round=gated, worker=ann) is not None
+    with pytest.raises(NotQualified):
+        request_assignment(round=gated, worker=bo)
 
 
 def test_recompute_button_stores_the_numbers(client, researcher, project, judged):

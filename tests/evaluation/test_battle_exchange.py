@@ -11,9 +11,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from annotation import services as annotation_services
 from annotation.models import Assignment
 from annotation.selectors import round_progress
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from datasets_app.models import AcceptedReference, Instance, ModelOutput
 from datasets_app.services import import_visitbench_file
 from evaluation.core.ratings import compute_ratings
@@ -201,9 +202,9 @@ def test_export_of_human_battles_imported_and_collected(published, project, tmp_
     # The round belongs to the project, as every round built in the cockpit does.
     round_ = make_round(task_type="pairwise", targets=[tuple(instance.model_outputs.all())], project=project)
     worker = make_worker()
-    assignment = annotation_services.request_assignment(round=round_, worker=worker)
+    assignment = request_assignment(round=round_, worker=worker)
     choice = "left" if assignment.presentation["left"] == "b" else "right"  # model-y wins
-    annotation_services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
+    submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
 
     lines = export("--source", "human", "--out", str(tmp_path / "human.jsonl"), "--project", "published")
     assert len(lines) == 22 and all(set(line) == LEADERBOARD_FIELDS for line in lines)

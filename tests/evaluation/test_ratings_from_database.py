@@ -6,7 +6,8 @@ import random
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation import services
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from evaluation.core.ratings import compute_ratings
 from evaluation.selectors import human_battles
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker
@@ -28,12 +29,12 @@ def judged_round():
     workers = [make_worker() for _ in range(3)]
     rng = random.Random(7)
     for worker in workers:
-        while (assignment := services.request_assignment(round=round, worker=worker)) is not None:
+        while (assignment := request_assignment(round=round, worker=worker)) is not None:
             item = assignment.item
             better_side = "a" if MODELS.index(item.side_a_name) < MODELS.index(item.side_b_name) else "b"
             wanted = better_side if rng.random() < 0.8 else ("b" if better_side == "a" else "a")
             choice = "left" if assignment.presentation["left"] == wanted else "right"
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
+            submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
     return round
 
 

@@ -161,19 +161,22 @@ def test_worker_session_never_gets_a_server_error(label, api_app, real_ids):
 @pytest.fixture
 def busy_worker(world, researcher):
     """A worker with one submitted and one open assignment in a second open pairwise round."""
-    from annotation import services as crowd
     from annotation.models import Assignment
+    from annotation.services.engine import request_assignment
+    from annotation.services.rounds import add_items, create_round, open_round
+    from annotation.services.submissions import submit_assignment
+    from annotation.services.workers import get_or_create_local_worker
 
     first = world["round"]
-    round = crowd.create_round(name="More battles", task_type="pairwise", project=world["project"],
+    round = create_round(name="More battles", task_type="pairwise", project=world["project"],
                                workers_per_item=1, created_by=researcher)
-    crowd.add_items(round=round, targets=[(item.output_a, item.output_b) for item in first.items.all()])
-    crowd.open_round(round=round)
+    add_items(round=round, targets=[(item.output_a, item.output_b) for item in first.items.all()])
+    open_round(round=round)
     user = make_worker_user()
-    worker = crowd.get_or_create_local_worker(user=user)
-    done = crowd.request_assignment(round=round, worker=worker)
-    crowd.submit_assignment(assignment_id=done.pk, worker=worker, data={"choice": "left"})
-    crowd.request_assignment(round=round, worker=worker)
+    worker = get_or_create_local_worker(user=user)
+    done = request_assignment(round=round, worker=worker)
+    submit_assignment(assignment_id=done.pk, worker=worker, data={"choice": "left"})
+    request_assignment(round=round, worker=worker)
     rounds = [first.pk, round.pk]
     assignments = list(Assignment.objects.filter(worker=worker).values_list("pk", flat=True))
     return user, {"round_id": rounds, "assignment_id": assignments}

@@ -30,14 +30,14 @@ def test_an_unknown_api_address_answers_json_404(owner_api, client):
 
 
 def test_publishing_to_an_unconfigured_prolific_is_a_409_not_a_502(owner_api, world, settings):
-    from annotation import services as crowd
+    from annotation.services.rounds import add_items
     from datasets_app.models import ModelOutput
 
     settings.PROLIFIC_API_TOKEN = ""
     round = world["round"]
     # The world's judged round is complete: one more item gives it work to publish.
     instance = round.items.order_by("position").first().output_a.instance
-    crowd.add_items(round=round, targets=[tuple(ModelOutput.objects.filter(instance=instance).order_by("model_name")[:2])])
+    add_items(round=round, targets=[tuple(ModelOutput.objects.filter(instance=instance).order_by("model_name")[:2])])
     response = owner_api.post(f"/api/rounds/{round.pk}/publish/", {"provider": "prolific"}, format="json")
     assert response.status_code == 409, response.content
     assert "PROLIFIC_API_TOKEN is not set" in response.json()["detail"]

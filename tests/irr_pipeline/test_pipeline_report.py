@@ -13,9 +13,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from scipy.stats import spearmanr
 
-from annotation import services as crowd_work
 from annotation.models import Worker
 from annotation.selectors import ranking_judgments
+from annotation.services.confirmation import record_confirmation
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import add_items, create_round, open_round
+from annotation.services.submissions import submit_assignment
 from annotation.task_types.ranking import shown_order
 from datasets_app.models import Review, ReviewSet
 from evaluation.core import irr
@@ -69,18 +72,18 @@ def import_sets(tmp_path: Path) -> tuple[ReviewSet, ReviewSet]:
 
 def ranking_round(review_set: ReviewSet, orders: dict[str, list[int]]):
     """A language-matched ranking round with three workers, each submitting the given order."""
-    round = crowd_work.create_round(name=f"rank {review_set.language}", task_type="ranking",
+    round = create_round(name=f"rank {review_set.language}", task_type="ranking",
                                language=review_set.language, workers_per_item=3)
-    crowd_work.add_items(round=round, targets=[review_set])
-    crowd_work.open_round(round=round)
+    add_items(round=round, targets=[review_set])
+    open_round(round=round)
     review_of = dict(review_set.reviews.values_list("prompt_rank", "pk"))
     for external_id, order in orders.items():
         worker = Worker.objects.create(provider="prolific", external_id=external_id)
-        assignment = crowd_work.request_assignment(round=round, worker=worker)
-        crowd_work.submit_assignment(assignment_id=assignment.pk, worker=worker,
+        assignment = request_assignment(round=round, worker=worker)
+        submit_assignment(assignment_id=assignment.pk, worker=worker,
                                 data={"order": shown_order(assignment, [review_of[rank] for rank in order])})
         # Prolific confirms the participant's submission (as the save's lookup or a sync would).
-        crowd_work.record_confirmation(assignment=assignment, confirmation="confirmed")
+        record_confirmation(assignment=assignment, confirmation="confirmed")
     return round
 
 

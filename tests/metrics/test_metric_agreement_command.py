@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation import services
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
+from datasets_app.models import ModelOutput
 from evaluation.core.metric_agreement import wilson_interval
 from evaluation.metrics.agreement import metric_agreement
 from evaluation.metrics.judge_file import JudgeBattle
 from tests.annotation.factories import make_instance, make_reference, make_round, make_worker
-from datasets_app.models import ModelOutput
 
 pytestmark = pytest.mark.django_db
 
@@ -39,10 +40,10 @@ PLAN = [("model-good", "model-mid", 5), ("model-mid", "model-bad", 4), ("model-g
 def judge(round, plan_by_item, workers):
     """Every worker judges every item; the better side gets the planned number of votes."""
     for worker in workers:
-        while (assignment := services.request_assignment(round=round, worker=worker)) is not None:
+        while (assignment := request_assignment(round=round, worker=worker)) is not None:
             wanted = plan_by_item[assignment.item_id].pop()
             choice = "left" if assignment.presentation["left"] == wanted else "right"
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
+            submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """Crowd steps driven through the annotation services, as the worker pages would."""
 from __future__ import annotations
 
-from annotation import services
 from annotation.models import CollectionRound
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from datasets_app.models import Instance
 from tests.annotation.factories import make_worker
 
@@ -12,9 +13,9 @@ def submit_all(*, round: CollectionRound, answers: list[dict], workers=None) -> 
     workers = workers or [make_worker() for _ in answers]
     done = []
     for worker, answer in zip(workers, answers):
-        assignment = services.request_assignment(round=round, worker=worker)
+        assignment = request_assignment(round=round, worker=worker)
         assert assignment is not None, "the round has no work left for this worker"
-        done.append(services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=answer).assignment)
+        done.append(submit_assignment(assignment_id=assignment.pk, worker=worker, data=answer).assignment)
     return done
 
 

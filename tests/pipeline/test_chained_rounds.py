@@ -12,8 +12,12 @@ from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotation import consent, round_builder, services
+from annotation import consent, round_builder
 from annotation.models import CollectionRound, WorkItem
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import add_items, cancel_round, close_round, create_round, open_round
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import grant_qualification
 from annotation.pipeline import (
     generate_and_route_references,
     open_verification_items,
@@ -49,18 +53,18 @@ def project(owner):
 def qualified_workers(project, count):
     workers = [make_worker() for _ in range(count)]
     for worker in workers:
-        services.grant_qualification(worker=worker, project=project, source="manual")
+        grant_qualification(worker=worker, project=project, source="manual")
     return workers
 
 
 def caption_round_of(project, instances, **settings) -> CollectionRound:
     """A caption round of ``project`` as the cockpit builds it (only the project's qualified workers)."""
-    round = services.create_round(
+    round = create_round(
         name="Captions", task_type="caption", project=project, workers_per_item=1, language="en",
         reward_per_task=Decimal("0.40"), target_hourly_wage=Decimal("15.00"), time_limit_seconds=900,
         qualification_rules=dict(RULES), consent_text="Study P: we keep your answers.", **settings)
-    services.add_items(round=round, targets=instances)
-    return services.open_round(round=round)
+    add_items(round=round, targets=instances)
+    return open_round(round=round)
 
 
 def project_instances(project, count=1):
@@ -161,7 +165,7 @@ def test_a_recaption_of_imported_instances_belongs_to_their_project(project):
 def test_regenerated_references_go_to_a_verification_round_of_the_project_when_the_old_one_is_closed(
         fake_server, llm_client, project):
     [instance], caption_round = discarded_in(project, "response_problem", llm_client)
-    services.close_round(round=caption_round.follow_up_round)
+    close_round(round=caption_round.follow_up_round)
 
     report = regenerate_discarded(reasons=["response"], llm=LLMRunParams(client=llm_client))
 
@@ -203,10 +207,10 @@ def test_reference_candidates_already_in_an_open_round_are_not_offered_again(llm
 
     # Also when the open round that holds a candidate belongs to no project (made before rounds
     # took their project); a candidate whose round was cancelled is offered again.
-    services.cancel_round(round=WorkItem.objects.filter(candidate__isnull=False).first().round)
-    loose = services.create_round(name="Loose", task_type="verification", workers_per_item=3)
+    cancel_round(round=WorkItem.objects.filter(candidate__isnull=False).first().round)
+    loose = create_round(name="Loose", task_type="verification", workers_per_item=3)
     held = ReferenceCandidate.objects.get(instance=instances[0])
-    services.add_items(round=loose, targets=[held])
+    add_items(round=loose, targets=[held])
     assert [spec.target for spec in plan(project, "verification", "reference_candidates").specs] == [
         ReferenceCandidate.objects.get(instance=instances[1])]
 
@@ -225,7 +229,7 @@ def test_an_instance_whose_open_caption_item_is_complete_is_offered_again_after_
     takes items (complete, and reopened by new ones) does not."""
     [instance], caption_round = discarded_in(project, "caption_problem", llm_client)
     report = recaption_discarded(reasons=["caption"])
-    services.cancel_round(round=report.round)
+    cancel_round(round=report.round)
     caption_round.refresh_from_db()
     assert caption_round.status == CollectionRound.Status.COMPLETE
 
@@ -240,7 +244,7 @@ def test_review_sets_already_in_an_open_ranking_round_are_not_offered_again(proj
     round, _plan = round_builder.create_round_from_source(
         project=project, created_by=None, settings={"name": "Rank", "task_type": "ranking", "workers_per_item": 3},
         source="review_sets", params={"limit": 1})
-    services.open_round(round=round)
+    open_round(round=round)
 
     assert [spec.target for spec in plan(project, "ranking", "review_sets").specs] == [review_sets[1]]
 
@@ -251,13 +255,13 @@ def test_a_verification_round_stops_handing_out_tasks_for_an_instance_already_ve
     instance = make_instance(family=make_family(project=project))
     candidate = make_candidate(instance=instance)
     other = make_candidate(instance=make_instance(family=make_family(project=project)))
-    first = services.create_round(name="A", task_type="verification", workers_per_item=3, project=project)
-    services.add_items(round=first, targets=[candidate])
-    services.open_round(round=first)
-    second = services.create_round(name="B", task_type="verification", workers_per_item=3, project=project)
-    services.add_items(round=second, targets=[candidate, other])
-    services.open_round(round=second)
-    started = services.request_assignment(round=second, worker=(early := make_worker()))
+    first = create_round(name="A", task_type="verification", workers_per_item=3, project=project)
+    add_items(round=first, targets=[candidate])
+    open_round(round=first)
+    second = create_round(name="B", task_type="verification", workers_per_item=3, project=project)
+    add_items(round=second, targets=[candidate, other])
+    open_round(round=second)
+    started = request_assignment(round=second, worker=(early := make_worker()))
     assert started.item.candidate == candidate
 
     verify(round=first, outcomes=["correct"] * 3)
@@ -266,14 +270,14 @@ def test_a_verification_round_stops_handing_out_tasks_for_an_instance_already_ve
 
     late = make_worker()
     assert second.pk in offered(late)  # for the other candidate
-    assignment = services.request_assignment(round=second, worker=late)
+    assignment = request_assignment(round=second, worker=late)
     assert assignment.item.candidate == other
-    services.submit_assignment(assignment_id=assignment.pk, worker=late, data={"outcome": "correct", "harmful": False})
-    assert second.pk not in offered(late) and services.request_assignment(round=second, worker=late) is None
+    submit_assignment(assignment_id=assignment.pk, worker=late, data={"outcome": "correct", "harmful": False})
+    assert second.pk not in offered(late) and request_assignment(round=second, worker=late) is None
     # The same with a rule that takes the careful path (a per-worker limit).
     CollectionRound.objects.filter(pk=second.pk).update(qualification_rules={"max_tasks_per_worker": 5})
     second.refresh_from_db()
-    assert services.request_assignment(round=second, worker=make_worker()).item.candidate == other
+    assert request_assignment(round=second, worker=make_worker()).item.candidate == other
     assert started.pk  # the task already handed out stays the worker's to finish
 
 
@@ -293,7 +297,7 @@ def test_a_named_verification_round_takes_only_its_own_projects_instances(llm_se
     other = create_project(name="Other", slug="other", owner=owner)
     mine, theirs = (make_instance(family=make_family(project=p)) for p in (project, other))
     Instance.objects.filter(pk__in=[mine.pk, theirs.pk]).update(status="awaiting_reference")
-    target = services.create_round(name="Checks", task_type="verification", project=project, workers_per_item=3)
+    target = create_round(name="Checks", task_type="verification", project=project, workers_per_item=3)
 
     # Named instances of another project: refused before any request, nothing changed.
     with pytest.raises(CommandError, match=f"Round {target.pk} takes only its own project's instances"):

@@ -57,16 +57,17 @@ def test_publish_round_dry_run_on_the_local_provider(task_type, settings, capsys
 def test_a_simulated_instruction_generation_answer_is_a_valid_upload():
     from random import Random
 
-    from annotation import services
+    from annotation.services.engine import request_assignment
+    from annotation.services.submissions import submit_assignment
 
     from ..annotation.factories import make_worker
 
     family = make_family(multi=True)
     round = make_round(task_type="instruction_generation", targets=[family])
     worker = make_worker()
-    assignment = services.request_assignment(round=round, worker=worker)
+    assignment = request_assignment(round=round, worker=worker)
     answers = REGISTRY.get("instruction_generation").simulate(assignment=assignment, rng=Random(2), accuracy=1.0)
-    outcome = services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=answers)
+    outcome = submit_assignment(assignment_id=assignment.pk, worker=worker, data=answers)
     instance = Instance.objects.get(pk=outcome.assignment.result["instance_id"])
     images = instance.ordered_images()
     assert len(images) == 2 and all(image.file and (image.width, image.height) == (64, 48) for image in images)

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from annotation import services
 from annotation.models import CollectionRound, WorkItem
 from annotation.pipeline import generate_and_route_references, recaption_discarded, regenerate_discarded
+from annotation.services.rounds import create_round, open_round
 from datasets_app.models import Caption, Instance, ReferenceCandidate
 from fakes.openai_server import message_text
 from llm.config import LLMNotConfigured
@@ -20,13 +20,13 @@ pytestmark = pytest.mark.django_db
 
 
 def chained_caption_round(**options) -> tuple[CollectionRound, CollectionRound]:
-    verification_round = services.create_round(name="Verify", task_type="verification", workers_per_item=3)
+    verification_round = create_round(name="Verify", task_type="verification", workers_per_item=3)
     instances = options.pop("instances")
     caption_round = make_round(task_type="caption", targets=instances, open=False)
     caption_round.follow_up_round = verification_round
     caption_round.full_clean()
     caption_round.save()
-    services.open_round(round=caption_round)
+    open_round(round=caption_round)
     return caption_round, verification_round
 
 
@@ -67,11 +67,11 @@ def test_a_failing_llm_after_commit_does_not_undo_the_workers_caption(no_llm_set
 
 def test_new_instances_from_instruction_generation_go_to_the_follow_up_caption_round():
     family = make_family()
-    caption_round = services.create_round(name="Captions", task_type="caption")
+    caption_round = create_round(name="Captions", task_type="caption")
     generation = make_round(task_type="instruction_generation", targets=[family], workers_per_item=2, open=False)
     generation.follow_up_round = caption_round
     generation.save()
-    services.open_round(round=generation)
+    open_round(round=generation)
 
     assignments = submit_all(round=generation, answers=[
         {"instruction": f"Question {n}?", "license": "CC0-1.0", "creator": "me",
@@ -84,8 +84,8 @@ def test_new_instances_from_instruction_generation_go_to_the_follow_up_caption_r
 
 
 def test_only_the_pipeline_order_can_be_chained():
-    caption_round = services.create_round(name="Captions", task_type="caption")
-    pairwise = services.create_round(name="Pairs", task_type="pairwise")
+    caption_round = create_round(name="Captions", task_type="caption")
+    pairwise = create_round(name="Pairs", task_type="pairwise")
     caption_round.follow_up_round = pairwise
     with pytest.raises(ValidationError, match="can be chained"):
         caption_round.full_clean()

@@ -8,7 +8,8 @@ import pytest
 from django.conf import settings
 
 from datasets_app import instance_status
-from datasets_app.instance_status import TRANSITIONS, StatusConflict
+from datasets_app.instance_status import StatusConflict
+from datasets_app.models import INSTANCE_STATUS
 from datasets_app.models import Instance
 
 from ..annotation.factories import make_instance
@@ -30,10 +31,10 @@ def reason_for(event: str) -> str:
     return Instance.DiscardReason.CAPTION if event == "discarded" else ""
 
 
-@pytest.mark.parametrize("event", sorted(TRANSITIONS))
+@pytest.mark.parametrize("event", sorted(INSTANCE_STATUS.transitions))
 @pytest.mark.parametrize("status", ALL)
 def test_every_event_from_every_status_is_allowed_or_refused_as_drawn(event, status):
-    transition = TRANSITIONS[event]
+    transition = INSTANCE_STATUS.transitions[event]
     instance = instance_in(status, Instance.DiscardReason.RESPONSE if status == S.DISCARDED else "")
     if status in transition.sources:
         instance_status.move(instance, event, reason=reason_for(event))
@@ -164,8 +165,8 @@ def test_the_documented_table_is_the_code():
     documented = {}
     for line in text.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) == 4 and cells[0].startswith("`") and cells[0].strip("`") in TRANSITIONS:
+        if len(cells) == 4 and cells[0].startswith("`") and cells[0].strip("`") in INSTANCE_STATUS.transitions:
             documented[cells[0].strip("`")] = ({s.strip() for s in cells[1].split(",")}, cells[2])
     assert documented == {
-        event: ({str(source) for source in t.sources}, str(t.target)) for event, t in TRANSITIONS.items()
+        event: ({str(source) for source in t.sources}, str(t.target)) for event, t in INSTANCE_STATUS.transitions.items()
     }

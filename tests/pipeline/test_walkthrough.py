@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from annotation import services
 from annotation.models import CollectionRound, WorkItem
 from annotation.pipeline import generate_and_route_references
+from annotation.services.rounds import create_round
 from datasets_app.models import AcceptedReference, Caption, Instance, ReferenceCandidate, Verification
 from datasets_app.selectors import yield_report
 from fakes.openai_server import message_text
@@ -147,7 +147,7 @@ def test_an_explicit_verification_round_receives_the_items(fake_server, llm_clie
     instance = make_instance()
     instance.status = Instance.Status.AWAITING_REFERENCE
     instance.save()
-    chosen = services.create_round(name="My verification", task_type="verification", workers_per_item=5)
+    chosen = create_round(name="My verification", task_type="verification", workers_per_item=5)
     report = generate_and_route_references(verification_round=chosen, llm=LLMRunParams(client=llm_client))
     assert report.routing.items == {chosen.pk: [chosen.items.get().pk]}
     chosen.refresh_from_db()

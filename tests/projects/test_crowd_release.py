@@ -8,8 +8,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from annotation import services
 from annotation.models import Worker
+from annotation.services.confirmation import record_confirmation
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import add_items, create_round, open_round
+from annotation.services.submissions import submit_assignment
 from annotation.task_types.ranking import shown_order
 from datasets_app.models import Image, Instance, InstanceImage
 from projects.errors import ReleaseError, ReleaseExists
@@ -43,29 +46,29 @@ def crowd_project(owner, *, slug="crowd"):
         make_outputs(instance=instance)
     workers = provider_workers()
 
-    pairwise = services.create_round(name="pairs", task_type="pairwise", workers_per_item=5, project=project)
+    pairwise = create_round(name="pairs", task_type="pairwise", workers_per_item=5, project=project)
     targets = [tuple(instance.model_outputs.order_by("model_name")) for instance in instances]
-    services.add_items(round=pairwise, targets=targets, gold_answers={1: {"winner": "a"}})
-    services.open_round(round=pairwise)
+    add_items(round=pairwise, targets=targets, gold_answers={1: {"winner": "a"}})
+    open_round(round=pairwise)
     for _ in targets:
         for number, worker in enumerate(workers):
-            assignment = services.request_assignment(round=pairwise, worker=worker)
+            assignment = request_assignment(round=pairwise, worker=worker)
             wanted = "a" if number < 4 else "b"  # a 4/5 majority for side a, whatever the left/right order
             choice = next(side for side in ("left", "right") if assignment.presentation[side] == wanted)
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
-            services.record_confirmation(assignment=assignment, confirmation="confirmed")  # as the provider's sync
+            submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
+            record_confirmation(assignment=assignment, confirmation="confirmed")  # as the provider's sync
 
-    ranking = services.create_round(name="rank", task_type="ranking", workers_per_item=3, project=project)
+    ranking = create_round(name="rank", task_type="ranking", workers_per_item=3, project=project)
     review_sets = [make_review_set(stored_images=True, project=project) for _ in range(2)]
-    services.add_items(round=ranking, targets=review_sets)
-    services.open_round(round=ranking)
+    add_items(round=ranking, targets=review_sets)
+    open_round(round=ranking)
     for _ in review_sets:
         for worker in workers[:3]:
-            assignment = services.request_assignment(round=ranking, worker=worker)
+            assignment = request_assignment(round=ranking, worker=worker)
             order = sorted(assignment.presentation["review_order"])  # prompt-rank order: full agreement
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker,
+            submit_assignment(assignment_id=assignment.pk, worker=worker,
                                        data={"order": shown_order(assignment, order)})
-            services.record_confirmation(assignment=assignment, confirmation="confirmed")
+            record_confirmation(assignment=assignment, confirmation="confirmed")
     return project, instances, restricted, workers
 
 

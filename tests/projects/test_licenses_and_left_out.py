@@ -8,7 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotation import services
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from annotation.task_types import get_task_type
 from datasets_app.file_errors import InputFileError
 from datasets_app.models import Image, InstructionFamily, Instance, ReviewSet
@@ -53,10 +54,10 @@ def test_pdm_1_0_images_offered_on_the_upload_page_are_kept_in_a_release(tmp_pat
     family = make_family(project=project)
     round = make_round(task_type="instruction_generation", targets=[family], project=project)
     worker = make_worker()
-    assignment = services.request_assignment(round=round, worker=worker)
+    assignment = request_assignment(round=round, worker=worker)
     offered = get_task_type("instruction_generation").context(assignment)["licenses"]
     assert "PDM-1.0" in offered
-    outcome = services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={
+    outcome = submit_assignment(assignment_id=assignment.pk, worker=worker, data={
         "instruction": "What is written on the sign?", "image_url": "https://img.example.org/sign.jpg",
         "license": "PDM-1.0", "creator": "A. Photographer", "source_url": "https://openverse.org/image/1"})
     instance = verified(Instance.objects.get(pk=outcome.assignment.result["instance_id"]))

@@ -4,7 +4,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
-from annotation import services as crowd
+from annotation.services.rounds import create_round
 from projects import selectors
 from projects.errors import ProjectConflict, ProjectError, ProjectNotFound, ProjectPermissionDenied
 from projects.models import Membership, Project
@@ -20,7 +20,7 @@ def owned_data(project):
     instance = make_instance(family=family)
     outputs = make_outputs(instance=instance)
     review_set = make_review_set(project=project)
-    round_ = crowd.create_round(name=f"{project.slug} round", task_type="ranking", project=project)
+    round_ = create_round(name=f"{project.slug} round", task_type="ranking", project=project)
     return family, instance, outputs, review_set, round_
 
 

@@ -12,9 +12,12 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from annotation import services as crowd
+from annotation.eligibility import failed_checks, qualifying_result, read_round_for_worker
 from annotation.models import Assignment, Qualification
 from annotation.selectors import approval_split, eligible_workers, work_list_for_worker
+from annotation.services.confirmation import record_confirmation
+from annotation.services.engine import expire_stale_assignments, request_assignment
+from annotation.services.submissions import submit_assignment
 from projects.services import create_project
 from providers import services
 from providers.models import Publication
@@ -74,7 +77,7 @@ def test_forged_prolific_entries_with_a_real_participants_id_do_not_lock_them_ou
     for n in range(5):
         forge(round, participant=participant, study=study, session=f"FORGED{n}", wanted="b")
     worker = services.get_or_create_provider_worker(provider="prolific", external_id=participant)
-    assert crowd.failed_checks(round=round, worker=worker) == 0
+    assert failed_checks(round=round, worker=worker) == 0
     page = entry(round, participant, study, session)
     assert page.status_code == 200, page.content.decode()
     assert b"task-form" in page.content and b"Too many of your answers" not in page.content
@@ -117,19 +120,19 @@ def test_forged_work_is_in_no_reader_of_worker_facts():
     right = services.get_or_create_provider_worker(provider="prolific", external_id="NOBODY")
     for worker, wanted, state in ((wrong, "b", "forged"), (right, "a", "unconfirmed")):
         for n in range(2):
-            assignment = crowd.request_assignment(round=practice, worker=worker, provider_assignment_id=f"S{n}")
-            crowd.submit_assignment(assignment_id=assignment.pk, worker=worker, data=side_choice(assignment, wanted))
+            assignment = request_assignment(round=practice, worker=worker, provider_assignment_id=f"S{n}")
+            submit_assignment(assignment_id=assignment.pk, worker=worker, data=side_choice(assignment, wanted))
             if state == "forged":
-                crowd.record_confirmation(assignment=assignment, confirmation=state)
-    assert crowd.failed_checks(round=practice, worker=wrong) == 0
-    assert crowd.read_round_for_worker(round_id=practice.pk, worker=wrong).worker_facts.failed_checks == 0
+                record_confirmation(assignment=assignment, confirmation=state)
+    assert failed_checks(round=practice, worker=wrong) == 0
+    assert read_round_for_worker(round_id=practice.pk, worker=wrong).worker_facts.failed_checks == 0
     assert [offer.round.pk for offer in work_list_for_worker(worker=wrong)] == [practice.pk]
     assert wrong.pk in {worker.pk for worker in eligible_workers(round=practice)}  # the stuck-items panel's count
-    assert crowd.qualifying_result(round=practice, worker=right)["answers"] == 0
+    assert qualifying_result(round=practice, worker=right)["answers"] == 0
     # Gold accuracy for approval: nobody's confirmed gold answers, so nobody is approved automatically.
     local = make_worker()
-    done = crowd.request_assignment(round=practice, worker=local)
-    crowd.submit_assignment(assignment_id=done.pk, worker=local, data=side_choice(done, "a"))
+    done = request_assignment(round=practice, worker=local)
+    submit_assignment(assignment_id=done.pk, worker=local, data=side_choice(done, "a"))
     approvable, _held = approval_split(round=practice, assignments=Assignment.objects.submitted())
     assert set(approvable.values_list("worker", flat=True)) == {local.pk}
 
@@ -211,5 +214,5 @@ def test_made_up_mturk_assignment_ids_hold_no_slot(mturk_fake, settings):
     assert (mine.expires_at - mine.accepted_at).total_seconds() == round.time_limit_seconds
     # The brief holds end by themselves: the engine's expiry frees them after UNCONFIRMED_HOLD_SECONDS.
     later = timezone.now() + timedelta(seconds=settings.UNCONFIRMED_HOLD_SECONDS + 1)
-    crowd.expire_stale_assignments(round=round, now=later)
+    expire_stale_assignments(round=round, now=later)
     assert list(Assignment.objects.holding_a_slot().values_list("pk", flat=True)) == [mine.pk]

@@ -9,15 +9,16 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
-from annotation import services as crowd
 from annotation.models import Assignment
+from annotation.services.engine import expire_stale_assignments
+from annotation.services.rounds import close_round
 from mturk.models import HIT
 from mturk.provider import MTurkProvider, external_question, parse_answers, submit_hosts
-from providers import services
-from providers.review import review_submissions
-from providers.base import InsufficientBalance, OverBudget, ProviderError, ProviderNotConfigured
 from mturk.rehearsal import simulate_mturk_worker
+from providers import services
+from providers.base import InsufficientBalance, OverBudget, ProviderError, ProviderNotConfigured
 from providers.models import BonusPayment, Publication
+from providers.review import review_submissions
 
 pytestmark = pytest.mark.django_db
 
@@ -279,7 +280,7 @@ def test_commands_publish_sync_and_pay_against_the_fake(mturk_fake, round_factor
     call_command("pay_round", str(round.pk))
     call_command("pay_round", str(round.pk))
     assert mturk_fake.total_paid("reward") == "1.00"
-    crowd.close_round(round=round)
+    close_round(round=round)
     call_command("expire_round", str(round.pk))
     worker = Assignment.objects.first().worker
     call_command("block_worker", "mturk", worker.external_id, "--reason", "Copied answers between tasks.")
@@ -382,7 +383,7 @@ def test_sync_after_the_time_limit_keeps_mturks_submit_time(mturk_fake, round_fa
     Assignment.objects.filter(pk=assignment.pk).update(
         accepted_at=submit_time - timedelta(seconds=90), expires_at=submit_time + timedelta(seconds=1))
     time.sleep(1.5)
-    assert crowd.expire_stale_assignments(round=round) == 1
+    assert expire_stale_assignments(round=round) == 1
     report = services.sync_round(round=round, providers={"mturk": provider()})
     assert (report.recovered, report.unmatched) == (1, [])
     assignment.refresh_from_db()

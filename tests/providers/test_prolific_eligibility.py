@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import services as crowd
+from annotation.errors import NotQualified
 from providers import services
 from providers.base import ProviderError
 from providers.models import Publication
@@ -46,7 +46,7 @@ def test_without_a_language_filter_a_participant_is_no_speaker(prolific_fake, ro
     body = prolific_fake.calls("POST /api/v1/studies/")[0].params["body"]
     assert [f["filter_id"] for f in body["filters"]] == ["approval_rate"]
     participant = services.get_or_create_provider_worker(provider="prolific", external_id="b" * 24)
-    with pytest.raises(crowd.NotQualified, match="work in Japanese"):
+    with pytest.raises(NotQualified, match="work in Japanese"):
         services.request_provider_assignment(round=round, worker=participant,
                                              provider_assignment_id="t" * 24, provider_task_id="study")
     participant.refresh_from_db()

@@ -6,9 +6,10 @@ import random
 
 import pytest
 
-from annotation import services as crowd
 from annotation.models import Assignment, CollectionRound
 from annotation.selectors import slots_still_needed
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from mturk.provider import MTurkProvider
 from providers import services
 from providers.dry_run import rehearse
@@ -40,8 +41,8 @@ def half_done_round(round_factory):
     for number in range(2):
         worker = make_worker()
         for _ in range(2 if number == 0 else 3):
-            assignment = crowd.request_assignment(round=round, worker=worker)
-            crowd.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
+            assignment = request_assignment(round=round, worker=worker)
+            submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
     return round
 
 

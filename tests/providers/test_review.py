@@ -4,8 +4,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation import services as crowd
 from annotation.models import Assignment
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import get_or_create_local_worker
 from mturk.provider import MTurkProvider
 from providers import services
 from providers.models import Publication
@@ -107,10 +109,10 @@ def test_a_rejection_needs_feedback_and_a_refusal_at_the_provider_changes_nothin
 
 def test_local_workers_are_reviewed_here_only_and_unsubmitted_work_is_refused(admin_client, round_factory):
     round = round_factory(items=2, workers_per_item=1)
-    worker = crowd.get_or_create_local_worker(user=get_user_model().objects.create_user("local-worker"))
-    done = crowd.request_assignment(round=round, worker=worker)
-    crowd.submit_assignment(assignment_id=done.pk, worker=worker, data={"choice": "left"})
-    open_one = crowd.request_assignment(round=round, worker=worker)
+    worker = get_or_create_local_worker(user=get_user_model().objects.create_user("local-worker"))
+    done = request_assignment(round=round, worker=worker)
+    submit_assignment(assignment_id=done.pk, worker=worker, data={"choice": "left"})
+    open_one = request_assignment(round=round, worker=worker)
     response = act(admin_client, "approve", [done, open_one], feedback="")
     assert "Approved 1." in messages_of(response)
     assert any("only submitted work" in m for m in messages_of(response))

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import random
 
-from annotation import services
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 
 
 def side_choice(assignment, wanted: str) -> dict:
@@ -15,8 +16,8 @@ def answer_all(round, workers, answer) -> list:
     """Each worker takes and submits tasks until none is left; ``answer(worker, assignment)`` gives the data."""
     done = []
     for worker in workers:
-        while (assignment := services.request_assignment(round=round, worker=worker)) is not None:
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker,
+        while (assignment := request_assignment(round=round, worker=worker)) is not None:
+            submit_assignment(assignment_id=assignment.pk, worker=worker,
                                        data=answer(worker, assignment))
             done.append(assignment)
     return done

@@ -6,8 +6,10 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from annotation import services
 from annotation.models import Assignment
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import overlap_savings
+from annotation.services.submissions import submit_assignment
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker
 
 from .rounds import side_choice
@@ -30,9 +32,9 @@ def test_concurrent_workers_stop_each_item_once_its_majority_is_settled():
         rng = random.Random(seed)
         try:
             start.wait()
-            while (assignment := services.request_assignment(round=round, worker=worker)) is not None:
+            while (assignment := request_assignment(round=round, worker=worker)) is not None:
                 vote = "a" if rng.random() < 0.6 else "b"
-                services.submit_assignment(assignment_id=assignment.pk, worker=worker,
+                submit_assignment(assignment_id=assignment.pk, worker=worker,
                                            data=side_choice(assignment, vote))
         except BaseException as error:
             errors.append(error)
@@ -51,5 +53,5 @@ def test_concurrent_workers_stop_each_item_once_its_majority_is_settled():
                         Assignment.objects.counted().filter(item=item).values_list("result", flat=True))
         # Settled exactly when one side reached 3 of 5: never a vote more than needed.
         assert max(votes.values()) == 3 and 3 <= sum(votes.values()) <= 5, votes
-    saved = services.overlap_savings(round=round)
+    saved = overlap_savings(round=round)
     assert saved["judgments"] == Assignment.objects.counted().filter(round=round).count()

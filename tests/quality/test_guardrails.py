@@ -3,8 +3,10 @@ workers' texts and of LLM outputs flagged for review (never rejected automatical
 import pytest
 from django.test import Client
 
-from annotation import services
 from annotation.models import Assignment
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import get_or_create_local_worker
 from datasets_app.models import ModelOutput
 from tests.annotation.factories import make_candidate, make_instance, make_round, make_worker, make_worker_user
 
@@ -23,11 +25,11 @@ def caption_round():
 
 
 def submit(round, worker, caption, typing=None):
-    assignment = services.request_assignment(round=round, worker=worker)
+    assignment = request_assignment(round=round, worker=worker)
     data = {"captions": [caption]}
     if typing is not None:
         data["typing"] = typing
-    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=data)
+    submit_assignment(assignment_id=assignment.pk, worker=worker, data=data)
     assignment.refresh_from_db()
     return assignment
 
@@ -58,8 +60,8 @@ def test_near_duplicates_of_other_workers_and_of_llm_outputs_are_flagged(caption
 ], ids=["not-json", "negative", "unknown-key", "boolean", "nested-100000-deep"])
 def test_a_bad_typing_record_is_refused_and_nothing_is_stored(caption_round, typing, message):
     user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
-    assignment = services.request_assignment(round=caption_round, worker=worker)
+    worker = get_or_create_local_worker(user=user)
+    assignment = request_assignment(round=caption_round, worker=worker)
     client = Client(raise_request_exception=False)
     client.force_login(user)
     response = client.post(f"/api/work/assignments/{assignment.pk}/submit/",
@@ -77,8 +79,8 @@ def test_choice_tasks_record_nothing(caption_round):
 
     round = make_round(task_type="pairwise", targets=[tuple(make_outputs(instance=make_instance()))])
     worker = make_worker()
-    assignment = services.request_assignment(round=round, worker=worker)
-    services.submit_assignment(assignment_id=assignment.pk, worker=worker,
+    assignment = request_assignment(round=round, worker=worker)
+    submit_assignment(assignment_id=assignment.pk, worker=worker,
                                data={**side_choice(assignment, "a"), "typing": "ignored"})
     assignment.refresh_from_db()
     assert assignment.input_stats is None and assignment.flags == []

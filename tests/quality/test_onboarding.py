@@ -5,8 +5,13 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.test import Client
 
-from annotation import services
+from annotation.eligibility import qualifying_result
+from annotation.errors import NotQualified
 from annotation.models import Qualification
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import create_round
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import get_or_create_local_worker, grant_qualification
 from projects.services import create_project
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker_user
 
@@ -58,29 +63,29 @@ def test_a_worker_who_passes_the_qualifying_round_gets_real_tasks(rounds):
 def test_a_worker_who_fails_it_stays_out(rounds):
     practice, real = rounds
     user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
+    worker = get_or_create_local_worker(user=user)
     for wanted in ("b", "b", "a"):
-        assignment = services.request_assignment(round=practice, worker=worker)
-        services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=side_choice(assignment, wanted))
-    assert services.qualifying_result(round=practice, worker=worker) == {
+        assignment = request_assignment(round=practice, worker=worker)
+        submit_assignment(assignment_id=assignment.pk, worker=worker, data=side_choice(assignment, wanted))
+    assert qualifying_result(round=practice, worker=worker) == {
         "answers": 3, "passed": 1, "finished": True, "qualified": False}
     client = Client()
     client.force_login(user)
     assert "You did not pass the qualification (1 of 3 right)" in client.get(f"/work/rounds/{practice.pk}/").content.decode()
-    with pytest.raises(services.NotQualified, match="passed its project's qualification"):
-        services.request_assignment(round=real, worker=worker)
+    with pytest.raises(NotQualified, match="passed its project's qualification"):
+        request_assignment(round=real, worker=worker)
     assert not Qualification.objects.exists()
 
 
 def test_other_rounds_give_no_feedback_and_the_rule_is_checked(rounds):
     _practice, real = rounds
     other = make_worker_user()
-    worker = services.get_or_create_local_worker(user=other)
-    services.grant_qualification(worker=worker, project=real.project, source=Qualification.Source.OWNER)
+    worker = get_or_create_local_worker(user=other)
+    grant_qualification(worker=worker, project=real.project, source=Qualification.Source.OWNER)
     page, _assignment = answer_on_page(_logged_in(other), real, "a")
     assert "qualifying-feedback" not in page
     with pytest.raises(ValidationError, match="qualifies_for_project"):
-        services.create_round(name="bad", task_type="pairwise", qualification_rules={"qualifies_for_project": 0})
+        create_round(name="bad", task_type="pairwise", qualification_rules={"qualifies_for_project": 0})
 
 
 def _logged_in(user):

@@ -4,9 +4,14 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
 
-from annotation import services
+from annotation.eligibility import failed_checks
+from annotation.errors import NotQualified
 from annotation.models import Assignment
 from annotation.selectors import quality_warning
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import create_round
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import get_or_create_local_worker
 from providers import services as provider_services
 from providers.review import APPROVE, review_submissions
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker, make_worker_user
@@ -23,8 +28,8 @@ def gold_round(*, gold: int, plain: int, **rules):
 
 
 def take_and_answer(round, worker, wanted):
-    assignment = services.request_assignment(round=round, worker=worker)
-    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=side_choice(assignment, wanted))
+    assignment = request_assignment(round=round, worker=worker)
+    submit_assignment(assignment_id=assignment.pk, worker=worker, data=side_choice(assignment, wanted))
     return assignment
 
 
@@ -33,7 +38,7 @@ def test_default_policy_warns_after_two_failures_and_stops_after_five():
     assert round.quality_policy == {"warn_after_failed_checks": 2, "stop_after_failed_checks": 5,
                                     "min_gold_accuracy_for_approval": None}
     user = make_worker_user()
-    worker = services.get_or_create_local_worker(user=user)
+    worker = get_or_create_local_worker(user=user)
     take_and_answer(round, worker, "b")
     assert quality_warning(round=round, worker=worker) == ""
     take_and_answer(round, worker, "b")
@@ -46,9 +51,9 @@ def test_default_policy_warns_after_two_failures_and_stops_after_five():
     assert "2 of your answers" in api["warning"]
     for _ in range(3):
         take_and_answer(round, worker, "b")
-    assert services.failed_checks(round=round, worker=worker) == 5
-    with pytest.raises(services.NotQualified, match="no more tasks for you"):
-        services.request_assignment(round=round, worker=worker)
+    assert failed_checks(round=round, worker=worker) == 5
+    with pytest.raises(NotQualified, match="no more tasks for you"):
+        request_assignment(round=round, worker=worker)
     refused = client.post(f"/api/work/rounds/{round.pk}/next/", content_type="application/json")
     assert refused.status_code == 403
     # Another worker who answers the checks right is not affected.
@@ -56,20 +61,20 @@ def test_default_policy_warns_after_two_failures_and_stops_after_five():
     for _ in range(6):
         take_and_answer(round, careful, "a")
     assert quality_warning(round=round, worker=careful) == ""
-    assert services.request_assignment(round=round, worker=careful) is not None
+    assert request_assignment(round=round, worker=careful) is not None
 
 
 def test_a_round_sets_its_own_thresholds_or_turns_them_off():
     strict = gold_round(gold=3, plain=1, warn_after_failed_checks=1, stop_after_failed_checks=1)
     worker = make_worker()
     take_and_answer(strict, worker, "b")
-    with pytest.raises(services.NotQualified):
-        services.request_assignment(round=strict, worker=worker)
+    with pytest.raises(NotQualified):
+        request_assignment(round=strict, worker=worker)
     lenient = gold_round(gold=3, plain=1, warn_after_failed_checks=0, stop_after_failed_checks=0)
     for _ in range(3):
         take_and_answer(lenient, worker, "b")
     assert quality_warning(round=lenient, worker=worker) == ""
-    assert services.request_assignment(round=lenient, worker=worker) is not None
+    assert request_assignment(round=lenient, worker=worker) is not None
 
 
 @pytest.mark.parametrize("rules, message", [
@@ -80,7 +85,7 @@ def test_a_round_sets_its_own_thresholds_or_turns_them_off():
 ])
 def test_bad_policies_are_refused(rules, message):
     with pytest.raises(ValidationError, match=message):
-        services.create_round(name="bad", task_type="pairwise", qualification_rules=rules)
+        create_round(name="bad", task_type="pairwise", qualification_rules=rules)
 
 
 def test_pay_round_approves_only_workers_above_the_minimum_and_holds_the_rest_for_review():

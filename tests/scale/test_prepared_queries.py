@@ -10,8 +10,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation import services
+from annotation.eligibility import read_round_for_worker
 from annotation.models import Assignment, WorkItem
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import get_or_create_local_worker
 from crowdbench.prepared import PreparedQuery, PreparedQueryError
 
 from ..annotation.factories import make_instance, make_outputs, make_round, make_worker_user
@@ -132,20 +135,20 @@ def test_the_worker_api_answers_a_forged_round_or_assignment_id_with_404(two_rou
 
 def test_the_round_and_the_workers_facts_are_read_as_they_are_now(two_rounds):
     round = two_rounds[0]
-    worker = services.get_or_create_local_worker(user=make_worker_user())
-    first = services.read_round_for_worker(round_id=round.pk, worker=worker)
+    worker = get_or_create_local_worker(user=make_worker_user())
+    first = read_round_for_worker(round_id=round.pk, worker=worker)
     assert (first.pk, first.name) == (round.pk, round.name)
     assert (first.worker_facts.items, first.worker_facts.done, first.worker_facts.has_open_assignment) == (3, 0, False)
-    assignment = services.request_assignment(round=first, worker=worker)
-    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
-    services.request_assignment(round=round, worker=worker)
-    again = services.read_round_for_worker(round_id=round.pk, worker=worker)
+    assignment = request_assignment(round=first, worker=worker)
+    submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
+    request_assignment(round=round, worker=worker)
+    again = read_round_for_worker(round_id=round.pk, worker=worker)
     assert (again.worker_facts.done, again.worker_facts.has_open_assignment) == (1, True)
-    other = services.read_round_for_worker(round_id=two_rounds[1].pk, worker=worker)
+    other = read_round_for_worker(round_id=two_rounds[1].pk, worker=worker)
     assert (other.pk, other.worker_facts.done, other.worker_facts.has_open_assignment) == (two_rounds[1].pk, 0, False)
     for forged in ("x", None, 2**70):
         with pytest.raises(type(round).DoesNotExist):
-            services.read_round_for_worker(round_id=forged, worker=worker)
+            read_round_for_worker(round_id=forged, worker=worker)
 
 
 @pytest.mark.parametrize("setting, expected", [(None, "True 2"), ("0", "None None"), ("1", "True 2")])

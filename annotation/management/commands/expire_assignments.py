@@ -1,7 +1,7 @@
 """Expire assignments past their round's time limit (also done lazily when workers ask for work)."""
 from django.core.management.base import BaseCommand
 
-from annotation.services import expire_stale_assignments
+from annotation.services.engine import expire_stale_assignments
 
 
 class Command(BaseCommand):

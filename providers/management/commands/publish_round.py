@@ -2,7 +2,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.services import CrowdWorkError
+from annotation.errors import CrowdWorkError
 from crowdbench.money import format_money
 from providers import services
 from providers.base import ProviderError

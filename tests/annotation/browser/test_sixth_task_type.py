@@ -12,8 +12,11 @@ from django.template import Template
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from annotation import services
+from annotation.errors import InvalidSubmission
 from annotation.models import Assignment
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import add_items, create_round, open_round
+from annotation.services.submissions import submit_assignment
 from annotation.task_types import REGISTRY, TaskType
 from annotation.task_types.base import gold_choice, instance_view
 from datasets_app.models import Instance
@@ -76,10 +79,10 @@ def clarity():
 
 
 def clarity_round(*, items: int = 1, workers_per_item: int = 1, open: bool = True):
-    round = services.create_round(name="Clarity check", task_type="clarity", workers_per_item=workers_per_item)
-    services.add_items(round=round, targets=[make_instance() for _ in range(items)])
+    round = create_round(name="Clarity check", task_type="clarity", workers_per_item=workers_per_item)
+    add_items(round=round, targets=[make_instance() for _ in range(items)])
     if open:
-        round = services.open_round(round=round)
+        round = open_round(round=round)
     return round
 
 
@@ -88,18 +91,18 @@ def test_the_engine_takes_the_sixth_type(clarity):
     item = round.items.get()
     for answer in ("yes", "yes"):
         worker = make_worker()
-        assignment = services.request_assignment(round=round, worker=worker)
+        assignment = request_assignment(round=round, worker=worker)
         assert assignment.item_id == item.pk
-        with pytest.raises(services.InvalidSubmission) as refused:
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"clear": "maybe"})
+        with pytest.raises(InvalidSubmission) as refused:
+            submit_assignment(assignment_id=assignment.pk, worker=worker, data={"clear": "maybe"})
         assert list(refused.value.errors) == ["clear"]
-        services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"clear": answer})
+        submit_assignment(assignment_id=assignment.pk, worker=worker, data={"clear": answer})
     item.refresh_from_db()
     assert item.completed_at is not None and item.aggregate_result == {"clear": True, "votes": 2}
     assert COMPLETED == [item.pk]  # its completion hook ran, through the registry
     # Its target check is the authority: an instance item only.
     with pytest.raises(ValidationError):
-        services.add_items(round=round, targets=["not an instance"])
+        add_items(round=round, targets=["not an instance"])
 
 
 def test_the_worker_api_takes_the_sixth_type(clarity, client):

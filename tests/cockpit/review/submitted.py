@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from annotation import services
+from annotation.services.engine import request_assignment
+from annotation.services.submissions import submit_assignment
 from annotation.task_types.ranking import shown_order
 from tests.annotation.factories import (
     make_candidate,
@@ -24,9 +25,9 @@ def submit(round, data, *, worker=None, files=None):
     """A local worker takes the round's next item and submits ``data`` (a function of the assignment
     when it depends on what the page showed)."""
     worker = worker or make_worker()
-    assignment = services.request_assignment(round=round, worker=worker)
+    assignment = request_assignment(round=round, worker=worker)
     answers = data(assignment) if callable(data) else data
-    return services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=answers,
+    return submit_assignment(assignment_id=assignment.pk, worker=worker, data=answers,
                                       files=files).assignment
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation import services as crowd
 from annotation.models import Assignment
+from annotation.services.engine import request_assignment
 from mturk.provider import MTurkProvider
 from projects.services import create_project
 from providers import services
@@ -128,7 +128,7 @@ def test_a_rejection_reopens_the_slot_for_another_worker(client, researcher, pro
     item.refresh_from_db()
     assert item.completed_at is None
     from tests.annotation.factories import make_worker
-    again = crowd.request_assignment(round=assignment.round, worker=make_worker())
+    again = request_assignment(round=assignment.round, worker=make_worker())
     assert again is not None and again.item_id == item.pk
 
 

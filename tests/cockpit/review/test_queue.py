@@ -7,11 +7,12 @@ import pytest
 from django.template import Template
 from django.urls import reverse
 
-from annotation import services
 from annotation.models import Assignment
+from annotation.services.review import approve_assignment, reject_assignment
+from annotation.services.submissions import submit_assignment
 from annotation.task_types import REGISTRY
-from datasets_app.models import Image
 from cockpit.review import PER_PAGE
+from datasets_app.models import Image
 from projects.services import create_project
 from providers import services as provider_services
 from quality.selectors import worker_label
@@ -132,7 +133,7 @@ def test_gold_result_time_and_a_provider_worker_by_label(client, researcher, pro
         round=gold_round, worker=provider_worker, item=gold.item, provider_assignment_id="ASSIGN1",
         provider_task_id="HIT1")
     wrong = "right" if provider_work.presentation["left"] == "a" else "left"
-    services.submit_assignment(assignment_id=provider_work.pk, worker=provider_worker, data={"choice": wrong})
+    submit_assignment(assignment_id=provider_work.pk, worker=provider_worker, data={"choice": wrong})
     html = login(client, researcher).get(queue_url(project)).content.decode()
     shown = card(html, gold)
     assert "gold: passed" in shown and "winner = a" in shown
@@ -150,8 +151,8 @@ def test_filters_by_round_status_and_worker(client, researcher, project):
     first = pairwise_submission(project)
     second = pairwise_submission(project)
     third = pairwise_submission(project, worker=second.worker)
-    services.approve_assignment(assignment=first)
-    services.reject_assignment(assignment=third, feedback="Too quick.")
+    approve_assignment(assignment=first)
+    reject_assignment(assignment=third, feedback="Too quick.")
     client = login(client, researcher)
 
     def shown(**query):

@@ -9,8 +9,13 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from annotation import services as crowd
+from annotation.errors import InvalidTransition
 from annotation.models import Assignment, CollectionRound, WorkItem
+from annotation.services.engine import request_assignment
+from annotation.services.review import reject_assignment
+from annotation.services.rounds import cancel_round, open_round, pause_round, widen_eligibility
+from annotation.services.submissions import submit_assignment
+from annotation.services.workers import set_worker_languages
 from providers.models import Publication
 from providers.prolific.provider import ProlificProvider
 from tests.annotation.factories import make_project_outputs, make_worker
@@ -349,7 +354,7 @@ def test_publish_needs_a_dry_run_of_the_round_as_it_is(client, researcher, proje
     other_provider = client.post(round_url(round, "cockpit:round-publish"),
                                  {"provider": "prolific", "expected_seconds": "60", "dry_run": token, "confirm": "on"})
     assert other_provider.status_code == 400 and "changed since the dry run" in other_provider.content.decode()
-    crowd.open_round(round=round)
+    open_round(round=round)
     changed = client.post(round_url(round, "cockpit:round-publish"),
                           {"provider": "mturk", "expected_seconds": "60", "dry_run": token, "confirm": "on"})
     assert changed.status_code == 400
@@ -470,8 +475,8 @@ def test_preview_of_a_broken_item_is_a_clean_409(client, researcher, project):
 
 def test_paused_round_refuses_workers_on_their_page(client, researcher, project):
     round = draft_round(project)
-    crowd.open_round(round=round)
-    crowd.pause_round(round=round)
+    open_round(round=round)
+    pause_round(round=round)
     worker = make_worker()
     client.force_login(worker.user)
     response = client.get(reverse("annotation:round", args=[round.pk]))
@@ -545,12 +550,12 @@ def stuck_round(project):
 
     round = draft_round(project, workers_per_item=1, qualification_rules={"language_matched": True})
     round.items.exclude(pk=round.items.order_by("position").first().pk).delete()
-    crowd.open_round(round=round)
-    ann = crowd.set_worker_languages(worker=make_worker("ann"), languages=["en"])
+    open_round(round=round)
+    ann = set_worker_languages(worker=make_worker("ann"), languages=["en"])
     ben = make_worker("ben")
-    assignment = crowd.request_assignment(round=round, worker=ann)
-    crowd.submit_assignment(assignment_id=assignment.pk, worker=ann, data={"choice": "left"})
-    crowd.reject_assignment(assignment=Assignment.objects.get(pk=assignment.pk), feedback="Not read.")
+    assignment = request_assignment(round=round, worker=ann)
+    submit_assignment(assignment_id=assignment.pk, worker=ann, data={"choice": "left"})
+    reject_assignment(assignment=Assignment.objects.get(pk=assignment.pk), feedback="Not read.")
     return round, ann, ben
 
 
@@ -560,11 +565,11 @@ def test_eligible_workers_are_the_ones_the_rules_let_in_and_an_item_is_stuck_whe
     round, ann, ben = stuck_round(project)
     assert [worker.pk for worker in eligible_workers(round=round)] == [ann.pk]
     assert [item.pk for item in items_without_eligible_worker(round=round)] == [round.items.get().pk]
-    ben = crowd.set_worker_languages(worker=ben, languages=["en"])
+    ben = set_worker_languages(worker=ben, languages=["en"])
     assert items_without_eligible_worker(round=round) == []
     # Work in flight is not stuck: it waits for the worker holding it.
-    assert crowd.request_assignment(round=round, worker=ben) is not None
-    crowd.set_worker_languages(worker=ben, languages=[])
+    assert request_assignment(round=round, worker=ben) is not None
+    set_worker_languages(worker=ben, languages=[])
     assert items_without_eligible_worker(round=round) == []
 
 
@@ -580,7 +585,7 @@ def test_an_item_no_eligible_worker_remains_for_is_shown_with_the_actions_that_u
     round.refresh_from_db()
     assert round.qualification_rules == {}
     assert 'id="stuck-items"' not in client.get(round_url(round)).content.decode()
-    assert crowd.request_assignment(round=round, worker=ben) is not None
+    assert request_assignment(round=round, worker=ben) is not None
 
 
 def test_widening_refuses_a_rule_the_round_lacks_and_changes_nothing(client, researcher, project):
@@ -588,8 +593,8 @@ def test_widening_refuses_a_rule_the_round_lacks_and_changes_nothing(client, res
     client.force_login(researcher)
     response = client.post(round_url(round, "cockpit:round-widen"), {"rules": ["qualified_only"]})
     assert response.status_code == 400
-    with pytest.raises(crowd.InvalidTransition, match="no rule qualified_only"):
-        crowd.widen_eligibility(round=round, rules=["qualified_only"])
+    with pytest.raises(InvalidTransition, match="no rule qualified_only"):
+        widen_eligibility(round=round, rules=["qualified_only"])
     round.refresh_from_db()
     assert round.qualification_rules == {"language_matched": True}
 
@@ -598,10 +603,10 @@ def test_a_dry_run_of_a_complete_round_says_nothing_to_publish_and_offers_no_pub
     from tests.annotation.factories import make_worker
 
     round = draft_round(project, workers_per_item=1)
-    crowd.open_round(round=round)
+    open_round(round=round)
     worker = make_worker()
-    while (assignment := crowd.request_assignment(round=round, worker=worker)) is not None:
-        crowd.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
+    while (assignment := request_assignment(round=round, worker=worker)) is not None:
+        submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": "left"})
     round.refresh_from_db()
     assert round.status == CollectionRound.Status.COMPLETE
     client.force_login(researcher)
@@ -662,7 +667,7 @@ def test_a_stale_dry_run_is_refused_at_the_dry_run_form_with_the_choices_kept(cl
 
 def test_a_refusal_no_form_can_show_is_a_cockpit_page_with_the_project_and_a_way_back(client, researcher, project):
     round = draft_round(project)
-    crowd.cancel_round(round=round)
+    cancel_round(round=round)
     client.force_login(researcher)
     came_from = "http://testserver" + round_url(round)
     response = client.post(round_url(round, "cockpit:round-close"), HTTP_REFERER=came_from)

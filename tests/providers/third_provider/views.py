@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import csrf_exempt
 
-from annotation import services as crowd
+from annotation.errors import CrowdWorkError
 from annotation.models import CollectionRound
 from providers import services
 from providers.views import consent_gate, refuse, render_task_page
@@ -25,7 +25,7 @@ def task(request, round_id: int):
     try:
         assignment = services.request_provider_assignment(
             round=round, worker=worker, provider_assignment_id=place_id, provider_task_id=task_id)
-    except crowd.CrowdWorkError as error:
+    except CrowdWorkError as error:
         return refuse(request, error.message, error.status_code)
     if assignment is None:
         return refuse(request, "There is no task left for you.", 409)
