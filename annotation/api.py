@@ -1,5 +1,5 @@
 """REST endpoints of the worker pages: next task, submit, give back. Thin: the services decide, and
-refusals reach HTTP through the one exception handler (``crowdbench.api_errors``)."""
+refusals reach HTTP through the one exception handler (``api.errors``)."""
 from __future__ import annotations
 
 from django.http import Http404

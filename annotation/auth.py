@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.db.models import Exists, OuterRef
 
-from crowdbench.prepared import PreparedQuery
+from djangokit.prepared import PreparedQuery
 
 # Set on users this backend loads: whether they are in the workers group, read with the user row.
 IN_WORKER_GROUP = "in_crowd_worker_group"

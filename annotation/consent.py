@@ -13,8 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from crowdbench.errors import ServiceError
-from crowdbench.text_input import clean_text
+from djangokit.text_input import clean_text
+from kernel.errors import ServiceError
 
 from .models import CollectionRound, ConsentDecision, Worker
 

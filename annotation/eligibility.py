@@ -12,7 +12,7 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, Subquery, Va
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext as _
 
-from crowdbench.prepared import PreparedQuery
+from djangokit.prepared import PreparedQuery
 
 from .errors import NotQualified, RoundNotOpen
 from .models import Assignment, CollectionRound, ConsentDecision, Qualification, Worker, WorkItem
@@ -151,7 +151,7 @@ def _build_round_with_worker_facts(_shape, round_id: int, worker_id: int):
     )
 
 
-# Every "next task" reads it: compiled once (``crowdbench.prepared``).
+# Every "next task" reads it: compiled once (``djangokit.prepared``).
 _round_with_worker_facts = PreparedQuery(_build_round_with_worker_facts)
 
 

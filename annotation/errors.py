@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 
-from crowdbench.errors import ServiceError
-from crowdbench.state_machine import TransitionRefused
+from kernel.errors import ServiceError
+from kernel.state_machine import TransitionRefused
 
 
 class CrowdWorkError(ServiceError):

@@ -14,7 +14,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
-from crowdbench.input_checks import HostileInput, parse_json
+from kernel.input_checks import HostileInput, parse_json
 
 # Texts at least this similar (difflib's ratio on lower-cased, whitespace-collapsed text) are near-duplicates.
 NEAR_DUPLICATE_RATIO = 0.9

@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 from .models import Assignment, ImageReport, Worker
 from .task_types import get_task_type

@@ -17,9 +17,9 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
-from crowdbench.money import minor_unit, quantize_money
-from crowdbench.state_machine import StateMachine, Transition
 from datasets_app.models import Language
+from djangokit.money import minor_unit, quantize_money
+from kernel.state_machine import StateMachine, Transition
 
 from .errors import InvalidTransition
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from datasets_app import instance_status
 from datasets_app.models import Instance, ReferenceCandidate
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 from datasets_app.reference_generation import (
     ReferenceReport,
     generate_references,

@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from crowdbench.money import MoneySum, quantize_money
+from djangokit.money import MoneySum, quantize_money
 
 from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
 from .eligibility import (check_worker_may_work, check_worker_meets_rules, failed_checks, judgments_needed,

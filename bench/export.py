@@ -4,7 +4,7 @@ A throw-away SQLite database gets two projects of verified VisIT-Bench instances
 100,000; a fifth of them multi-image with two images). For each size, in separate processes so
 peaks do not mix:
 
-- ``release``: ``projects.releases.make_release`` (streams rows in batches into CSV, JSONL and
+- ``release``: ``releases_app.services.make_release`` (streams rows in batches into CSV, JSONL and
   Parquet, plus the image manifest, dataset card and checksums);
 - ``pandas``: the same instance rows, built by the same code from the same query, collected in a
   list, then written with ``DataFrame.to_csv`` / ``to_json(lines=True)`` / ``to_parquet``, and the
@@ -112,7 +112,7 @@ def write_with_pandas(project, out: Path) -> int:
 
     from datasets_app.models import Image, InstanceImage
     from datasets_app.visitbench_csv import MULTI_IMAGE, multi_image_record, single_image_record
-    from projects.releases import CSV_FILES, _ReleaseBuilder, releasable_instances
+    from releases_app.services import CSV_FILES, _ReleaseBuilder, releasable_instances
 
     class Collect:
         def __init__(self):
@@ -149,7 +149,7 @@ def child(method: str, size: int, database: Path, out: Path, probe: str) -> dict
     ``python-memory`` (the tracemalloc peak; its time is not reported, tracemalloc inflates it)."""
     setup_django(database)
     from projects.models import Project
-    from projects.releases import make_release
+    from releases_app.services import make_release
 
     project = Project.objects.get(slug=f"bench-{size}")
     project.families.count()  # warm the connection before measuring

@@ -23,7 +23,7 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation.core import irr  # noqa: E402
+from stats import irr  # noqa: E402
 
 N_ITEMS = 20_000
 N_ANNOTATORS = 5

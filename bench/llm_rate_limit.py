@@ -81,7 +81,7 @@ def main() -> int:
     args = parser.parse_args()
 
     workdir = throwaway_django("llm-rate-bench-", log_level="ERROR")
-    logging.getLogger("crowdbench.retry").setLevel(logging.ERROR)  # the baseline's 429s are counted, not logged
+    logging.getLogger("kernel.retry").setLevel(logging.ERROR)  # the baseline's 429s are counted, not logged
 
     server, base_url = start_fake_server(args.latency, "--responder", "judge", "--rpm", str(args.rpm),
                                          "--tpm", str(args.tpm))

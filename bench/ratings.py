@@ -27,8 +27,8 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation.core.pairwise_agreement import majority_vote  # noqa: E402
-from evaluation.core.ratings import (  # noqa: E402
+from stats.pairwise_agreement import majority_vote  # noqa: E402
+from stats.ratings import (  # noqa: E402
     EncodedBattles,
     bootstrap_bradley_terry,
     bootstrap_online_elo,
@@ -219,7 +219,7 @@ def bench_size(n: int, rounds: int, baseline_rounds: int, rows: list, notes: lis
     )
     # Three runs, each with its CPU seconds (all threads): on a shared machine the spread and the CPU
     # time say more than one wall time. The table takes the best run, as for every other operation.
-    from evaluation.core.elo_bootstrap import default_threads
+    from stats.elo_bootstrap import default_threads
 
     runs = []
     for _ in range(ELO_BOOTSTRAP_RUNS):
@@ -275,7 +275,7 @@ def main(argv=None) -> None:
     # Loading (or, the first time, compiling) the Elo kernels and checking their exp against numpy's
     # happens once per process; it is timed here so that the rows below measure the work alone.
     started = time.perf_counter()
-    from evaluation.core import elo_bootstrap
+    from stats import elo_bootstrap
 
     exact = elo_bootstrap.exp_matches_numpy()
     bootstrap_online_elo(encode_battles(synthetic_battles(100)), 2, seed=SEED)

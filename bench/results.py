@@ -34,8 +34,8 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
-from evaluation.core.ratings import compute_ratings, plot_ratings  # noqa: E402
 from evaluation.results import PAGE_BOOTSTRAP_ROUNDS, leaderboard_result  # noqa: E402
+from stats.ratings import compute_ratings, plot_ratings  # noqa: E402
 
 SEED = 20261130
 MODELS = 8

@@ -35,7 +35,7 @@ from scipy.stats import kendalltau
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation.core.active_sampling import (  # noqa: E402
+from stats.active_sampling import (  # noqa: E402
     ELO_PER_NAT,
     Goal,
     _contrasts,

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 from projects.models import Membership, Project
 from projects.permissions import is_researcher, require_member, require_owner

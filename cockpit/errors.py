@@ -1,5 +1,5 @@
 """Refusals of the cockpit itself (the services raise their own)."""
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 
 class NotAResearcher(ServiceError):

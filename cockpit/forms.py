@@ -12,7 +12,7 @@ from annotation.models import CollectionRound
 from annotation.rule_labels import describe_rule
 from annotation.watch import DEFAULT_COVERAGE_TARGET
 from datasets_app.models import Language
-from evaluation.core import irr
+from stats import irr
 from evaluation.results import MAX_BOOTSTRAP_ROUNDS, METHODS, PAGE_BOOTSTRAP_ROUNDS, SOURCES
 from llm.config import configured_models
 from projects.errors import ProjectError

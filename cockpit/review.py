@@ -11,7 +11,7 @@ from django.db.models import Q
 from annotation.models import Assignment, CollectionRound, Worker
 from annotation.selectors import submission_review
 from annotation.task_types.base import ListField, StrictIntegerField, TextField
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 from projects.models import Project
 from projects.selectors import assignments_for_user, rounds_for_user
 from providers.registry import provider_class

@@ -1,7 +1,7 @@
 """Request checks that apply to every endpoint, anonymous ones included.
 
 ``InputCheckMiddleware`` refuses, before any view runs, bodies larger than the configured bound
-and query strings, form fields and JSON bodies with text that ``crowdbench.input_checks``
+and query strings, form fields and JSON bodies with text that ``kernel.input_checks``
 refuses (NUL, lone surrogates, control characters, JSON nested too deeply). Views and parsers
 then only ever see clean input.
 
@@ -11,22 +11,21 @@ client address and per worker (the logged-in user, the signed task token of a pr
 the user name tried on a login form, from that address) in the cache, and answers 429 beyond the limit.
 
 ``ContentSecurityPolicyMiddleware`` gives each request a fresh nonce and each response the
-Content-Security-Policy header of ``crowdbench.csp``.
+Content-Security-Policy header of ``djangokit.csp``.
 """
 from __future__ import annotations
 
 import hashlib
 
+from api.credentials import sign_in_key
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
 from django.http import HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils.html import format_html
 from django_ratelimit.core import get_usage
-
-from . import csp
-from .credentials import sign_in_key
-from .input_checks import HostileInput, check_text, load_json
+from djangokit import csp
+from kernel.input_checks import HostileInput, check_text, load_json
 
 JSON_TYPES = ("application/json",)
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -170,7 +169,7 @@ class RateLimitMiddleware:
 class ServiceErrorPageMiddleware:
     """Pages answer a service's refusal with its status and message, as the API's handler does.
 
-    DRF views handle their own exceptions first (``crowdbench.api_errors``); the cockpit shows a
+    DRF views handle their own exceptions first (``api.errors``); the cockpit shows a
     refusal at the form that caused it, or on its own page with the project's navigation
     (``cockpit.access.refused``); this covers every other page, with a way back to where the
     person was.
@@ -185,7 +184,7 @@ class ServiceErrorPageMiddleware:
     def process_exception(self, request, exception):
         from django.shortcuts import render
 
-        from .errors import ServiceError
+        from kernel.errors import ServiceError
 
         if not isinstance(exception, ServiceError):
             return None

@@ -82,14 +82,17 @@ INSTALLED_APPS = [
     "annotation",
     "providers",
     "providers.prolific",  # the Prolific package's pages and script
-    "mturk",
+    "providers.mturk",
     "evaluation",
     "llm",
     "projects",
     "stepruns",
     "leaderboard",  # submissions of predictions to a project's judge leaderboard
     "quality",  # worker quality, agreement reports (above annotation and evaluation, below the cockpit)
+    "releases_app",  # releases of a project's data (above every app they read)
+    "demo",  # the demo of `make demo`
     "cockpit",
+    "api",  # the researcher REST API
     "django_guid",  # a request id per request, in every log line and the X-Request-ID header
 ]
 
@@ -97,7 +100,7 @@ MIDDLEWARE = [
     "django_guid.middleware.guid_middleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # The Content-Security-Policy of every page (crowdbench/csp.py, CONTENT_SECURITY_POLICY below).
+    # The Content-Security-Policy of every page (djangokit/csp.py, CONTENT_SECURITY_POLICY below).
     "crowdbench.middleware.ContentSecurityPolicyMiddleware",
     # Refuses hostile input (control characters, deep JSON, huge bodies) before anything reads it.
     "crowdbench.middleware.InputCheckMiddleware",
@@ -122,7 +125,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
-                "crowdbench.csp.nonce",
+                "djangokit.csp.nonce",
                 "cockpit.context_processors.roles",
                 "annotation.context_processors.roles",
                 "django.template.context_processors.i18n",
@@ -249,18 +252,18 @@ LOGIN_REDIRECT_URL = "/"
 
 REST_FRAMEWORK = {
     # One policy for every API view: a hashed token or the session. No scheme that checks a password
-    # (HTTP Basic): every credential check counts against the sign-in limiter (crowdbench/credentials.py).
+    # (HTTP Basic): every credential check counts against the sign-in limiter (api/credentials.py).
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "crowdbench.credentials.CountedTokenAuthentication",
+        "api.credentials.CountedTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Service errors map to HTTP in one place, not in each view.
-    "EXCEPTION_HANDLER": "crowdbench.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 
-# The researcher API (crowdbench/api/, docs/api.md): tokens are stored as SHA-512 digests by knox.
+# The researcher API (api/, docs/api.md): tokens are stored as SHA-512 digests by knox.
 REST_KNOX = {
     "TOKEN_TTL": timedelta(days=int(os.environ.get("API_TOKEN_DAYS", "90"))),
     "AUTH_HEADER_PREFIX": "Token",
@@ -277,7 +280,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/",
-    "PREPROCESSING_HOOKS": ["crowdbench.api.access.researcher_endpoints"],
+    "PREPROCESSING_HOOKS": ["api.access.researcher_endpoints"],
 }
 
 # Celery: eager (in-process) unless a broker is configured.
@@ -357,9 +360,9 @@ if os.environ.get("SECURE_PROXY_SSL_HEADER"):
 # Paths never redirected to HTTPS (e.g. a plain-HTTP health check): comma-separated regexes.
 SECURE_REDIRECT_EXEMPT = env_list("SECURE_REDIRECT_EXEMPT", "")
 
-# Content-Security-Policy of every response (crowdbench/csp.py, docs/security.md). "<nonce>" becomes
+# Content-Security-Policy of every response (djangokit/csp.py, docs/security.md). "<nonce>" becomes
 # the response's fresh 'nonce-…', "<media>" the media storage's origin when it is not this site.
-# Views replace a directive with crowdbench.csp.csp_replace (the MTurk page: frame-ancestors).
+# Views replace a directive with djangokit.csp.csp_replace (the MTurk page: frame-ancestors).
 CONTENT_SECURITY_POLICY = {
     "default-src": ["'self'"],
     "script-src": ["'self'", "<nonce>"],
@@ -422,7 +425,7 @@ RATELIMIT_IP_META_KEY = os.environ.get("RATE_LIMIT_ADDRESS_HEADER") or None
 # "<count>/<s|m|h|d>" per client address and per worker (the logged-in user, a provider page's task
 # token, or the user name tried on a login form from that address); the views are URL names. Each crowd
 # provider adds its own worker pages to these groups (``CrowdProvider.rate_limited_views``). The
-# "login" counters also count failed API tokens (crowdbench/credentials.py).
+# "login" counters also count failed API tokens (api/credentials.py).
 RATE_LIMITS = {
     "login": {
         "label": "sign-in attempts",
@@ -511,7 +514,7 @@ MTURK_ENVIRONMENT = os.environ.get("MTURK_ENVIRONMENT", "sandbox")
 if MTURK_ENVIRONMENT not in {"sandbox", "production"}:
     raise ImproperlyConfigured(f"MTURK_ENVIRONMENT must be sandbox or production, got {MTURK_ENVIRONMENT!r}")
 MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")  # overrides the environment (tests, fakes)
-MTURK_MAX_ATTEMPTS = env_number("MTURK_MAX_ATTEMPTS", "5", int)  # tries per call (crowdbench.retry)
+MTURK_MAX_ATTEMPTS = env_number("MTURK_MAX_ATTEMPTS", "5", int)  # tries per call (kernel.retry)
 # Sites that may frame the MTurk task page (CSP frame-ancestors): MTurk's worker sites, where an
 # ExternalQuestion HIT is shown in a frame.
 MTURK_FRAME_ANCESTORS = env_list(
@@ -528,7 +531,7 @@ PROLIFIC_PROJECT_ID = os.environ.get("PROLIFIC_PROJECT_ID", "")
 PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS = env_number("PROLIFIC_BONUS_SETTLE_WINDOW_SECONDS", str(24 * 3600), int)
 PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.3333")  # service fee on rewards and bonuses
 PROLIFIC_MAX_ATTEMPTS = env_number("PROLIFIC_MAX_ATTEMPTS", "4", int)  # for safe calls only
-# First pause before a retry of a throttled / failing provider call (crowdbench.retry); doubles each time.
+# First pause before a retry of a throttled / failing provider call (kernel.retry); doubles each time.
 PROVIDERS_RETRY_PAUSE_SECONDS = env_number("PROVIDERS_RETRY_PAUSE_SECONDS", "1.0", float)
 # A provider's worker whose arrival the provider could not vouch for (docs/providers.md, "Trust"):
 # their task is held this long at most (instead of the round's time limit), and a round holds at

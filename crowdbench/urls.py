@@ -21,7 +21,7 @@ urlpatterns = [
     path("work/", include("providers.urls")),  # pages for workers sent by MTurk and Prolific
     path("api/work/", include(annotation_api_patterns)),
     path("api/providers/", include(provider_api_patterns)),
-    path("api/", include("crowdbench.api_urls")),  # the researcher API (docs/api.md)
+    path("api/", include("api.urls")),  # the researcher API (docs/api.md)
 ]
 
 # Unknown addresses under /api/ answer JSON, like every other API error.

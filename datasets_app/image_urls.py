@@ -29,7 +29,7 @@ import socket
 from typing import Callable, Iterable
 from urllib.parse import quote, urlsplit
 
-from crowdbench.input_checks import text_problem
+from kernel.input_checks import text_problem
 
 Resolver = Callable[[str, int], Iterable[str]]
 

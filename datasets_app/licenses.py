@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from llm.steps import LLMStep, StepReport
 
 from .models import Instance, ModelOutput, Source
 from .review_generation import image_source
-from crowdbench.csv_cells import restore_csv_cell
-from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
+from kernel.csv_cells import restore_csv_cell
+from kernel.input_checks import HostileInput, is_blank, parse_json, text_problem
 
 from .file_errors import parse_csv_file
 from .image_urls import ImageURLRefused, ImportURLChecker, match_key

@@ -17,8 +17,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from crowdbench.prepared import PreparedQuery
-from crowdbench.state_machine import StateMachine, Transition, TransitionRefused
+from djangokit.prepared import PreparedQuery
+from kernel.state_machine import StateMachine, Transition, TransitionRefused
 
 from .image_urls import encode_url
 
@@ -202,7 +202,7 @@ class Instance(models.Model):
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def ordered_images(self) -> list[Image]:
-        # Every task page shows them: compiled once (``crowdbench.prepared``).
+        # Every task page shows them: compiled once (``djangokit.prepared``).
         return [link.image for link in _images_of_instance.all(instance_id=self.pk)]
 
     @property

@@ -17,7 +17,7 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
+from kernel.input_checks import HostileInput, is_blank, parse_json, text_problem
 
 from .file_errors import InputFileError
 from .image_urls import ImageURLRefused, ImportURLChecker

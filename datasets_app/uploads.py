@@ -15,8 +15,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from crowdbench.errors import ServiceError
-from crowdbench.input_checks import HostileInput, parse_json
+from kernel.errors import ServiceError
+from kernel.input_checks import HostileInput, parse_json
 
 from .file_errors import InputFileError
 from .image_urls import ImportURLChecker

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
-from crowdbench.csv_cells import dict_csv_writer, restore_csv_cell
-from crowdbench.input_checks import HostileInput, is_blank, parse_json, text_problem
+from kernel.csv_cells import dict_csv_writer, restore_csv_cell
+from kernel.input_checks import HostileInput, is_blank, parse_json, text_problem
 
 from .file_errors import InputFileError, parse_csv_file
 from .image_urls import ImageURLRefused, ImportURLChecker
@@ -293,7 +293,7 @@ def write_visitbench_csv(handle: IO[str], schema: str, rows: Iterator[VisitBench
     columns = MULTI_IMAGE_COLUMNS if schema == MULTI_IMAGE else SINGLE_IMAGE_COLUMNS
     to_record = multi_image_record if schema == MULTI_IMAGE else single_image_record
     # A file for people: a text cell a spreadsheet would run as a formula gets a leading "'"
-    # (crowdbench.csv_cells); reading the file back removes it.
+    # (kernel.csv_cells); reading the file back removes it.
     writer = dict_csv_writer(handle, columns, lineterminator="\n")
     writer.writeheader()
     count = 0

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from crowdbench.errors import ServiceError
 from datasets_app.models import AcceptedReference, Instance, ModelOutput
+from kernel.errors import ServiceError
 
 from .judge.services import REFERENCE
 from .models import JudgedBattle

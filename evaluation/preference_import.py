@@ -27,13 +27,13 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from crowdbench.errors import ServiceError
-from crowdbench.input_checks import is_blank, text_problem
 from datasets_app.file_errors import parse_csv_file
 from datasets_app.image_urls import match_key
 from datasets_app.model_outputs import instance_image_urls, normalise_instruction
 from datasets_app.models import AcceptedReference, Instance, ModelOutput
 from datasets_app.visitbench_csv import VisitBenchFormatError
+from kernel.errors import ServiceError
+from kernel.input_checks import is_blank, text_problem
 
 from .models import ImportedPreference
 

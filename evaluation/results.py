@@ -16,10 +16,10 @@ import pandas as pd
 from django.conf import settings
 from django.core.cache import cache
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
+from stats import irr
+from stats.ratings import InvalidBattlesError, compute_ratings, plot_category_win_rates, plot_ratings
 
-from .core import irr
-from .core.ratings import InvalidBattlesError, compute_ratings, plot_category_win_rates, plot_ratings
 from .selectors import BATTLE_SOURCES, battles, irr_inputs
 
 METHODS = {"elo": "Online Elo", "bt": "Bradley–Terry"}

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from crowdbench.errors import ServiceError
 from datasets_app.models import ReviewSet
 from datasets_app.review_generation import image_source
 from evaluation.rankers.base import SCORE_COLUMNS, ReviewItem
+from kernel.errors import ServiceError
 
 from .models import ReviewScore
 
@@ -84,7 +84,7 @@ def irr_inputs(*, round=None, project=None) -> tuple[pd.DataFrame, pd.DataFrame 
     """What ``irr.irr_report`` reads from the database: the crowd's rankings (with prompt ranks) and
     the stored model scores of the ranked review sets (None when there are none). The rankings may be
     empty; the callers say so in their own terms."""
-    from evaluation.core import irr
+    from stats import irr
 
     rankings = irr_rankings(round=round, project=project)
     if rankings.empty:
@@ -108,8 +108,8 @@ def irr_database_inputs(*, round=None, project=None) -> tuple[pd.DataFrame, pd.D
 
 def irr_database_report(*, round=None, project=None, threshold: float | None = None) -> dict:
     """The IRR report of the stored rankings and model scores, as JSON-ready data
-    (``evaluation.core.irr.report_json``), as ``manage.py irr_report --from-db`` computes it."""
-    from evaluation.core import irr
+    (``stats.irr.report_json``), as ``manage.py irr_report --from-db`` computes it."""
+    from stats import irr
 
     threshold = irr.DEFAULT_THRESHOLD if threshold is None else threshold
     if not -1.0 <= threshold <= 1.0:
@@ -217,9 +217,9 @@ def battles(*, source: str = "human", round_id: int | None = None, origin: str |
 def database_ratings(*, source: str = "human", round=None, project=None, method: str = "elo",
                      bootstrap: int | None = None, seed: int = 0, anchor: tuple[str, float] | None = None,
                      reference: str | None = None, origin: str | None = None):
-    """Ratings (``evaluation.core.ratings.RatingsResult``) of the stored battles of one source, as
+    """Ratings (``stats.ratings.RatingsResult``) of the stored battles of one source, as
     ``manage.py ratings --from-db`` computes them; refuses what cannot be rated with a message."""
-    from evaluation.core.ratings import compute_ratings, encode_battles
+    from stats.ratings import compute_ratings, encode_battles
 
     if source not in BATTLE_SOURCES:
         raise EvaluationRequestError(f"unknown battle source {source!r}; choose one of {', '.join(BATTLE_SOURCES)}")

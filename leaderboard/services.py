@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 from datasets_app.models import ModelOutput
 from annotation.models import WorkItem
 from datasets_app.uploads import import_parsed_predictions, read_predictions_upload

@@ -12,7 +12,7 @@ from typing import TypeVar
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 from .config import LLMNotConfigured
 from .params import LLMRunParams

@@ -3,7 +3,7 @@
 Every request goes through ``LLMClient``: the response cache is checked first, then the run's
 budget reserves the request's worst-case cost, then the ``openai`` SDK sends it with bounded
 concurrency, paced by the server's rate-limit headers and adapted to its 429s (``llm.rate_limits``),
-and the one retry policy (``crowdbench.retry``), and the outcome is stored as an ``LLMCall``.
+and the one retry policy (``kernel.retry``), and the outcome is stored as an ``LLMCall``.
 
     from llm.client import chat_request, run_batch, complete
 
@@ -31,7 +31,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone as django_timezone
 
-from crowdbench.retry import RetryPolicy, TransientError, rate_limit_headers, retry_after_seconds
+from kernel.retry import RetryPolicy, TransientError, rate_limit_headers, retry_after_seconds
 
 from .calls import (
     COMPLETION_LIMIT_PARAMS,
@@ -514,7 +514,7 @@ class LLMClient:
             # keeps the SDK from looking for OPENAI_API_KEY itself.
             api_key=config.api_key or _no_api_key,
             timeout=config.timeout,
-            max_retries=0,  # crowdbench.retry retries, with Retry-After and a shared pause
+            max_retries=0,  # kernel.retry retries, with Retry-After and a shared pause
         )
         gate = self._gate()
         drain = asyncio.create_task(recorder.drain())

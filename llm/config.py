@@ -48,7 +48,7 @@ class LLMConfig:
     default_max_tokens: int = 1024
     image_tokens_estimate: int = 1500
     prices: dict[str, ModelPrice] = field(default_factory=dict)
-    # crowdbench.retry.RetryPolicy: base * 2**(attempt-1), equal jitter, capped; a longer Retry-After wins.
+    # kernel.retry.RetryPolicy: base * 2**(attempt-1), equal jitter, capped; a longer Retry-After wins.
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     retry_after_max: float = 120.0

@@ -10,7 +10,7 @@ from decimal import Decimal
 from django.db import models
 from django.db.models import Q
 
-from crowdbench.state_machine import StateMachine, Transition
+from kernel.state_machine import StateMachine, Transition
 
 # ``{name}`` is a placeholder; ``{{`` and ``}}`` are literal braces. Any other brace (JSON examples in
 # a judge prompt, say) is left alone, so templates need no escaping beyond the placeholder syntax.

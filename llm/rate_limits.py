@@ -1,7 +1,7 @@
 """How many requests the LLM client keeps in flight, and how fast it starts them, adapted to the
 server's rate limits.
 
-Two mechanisms, both fed by what the server says (``crowdbench.retry.rate_limit_headers``):
+Two mechanisms, both fed by what the server says (``kernel.retry.rate_limit_headers``):
 
 - **Pacing (a token bucket mirrored from the headers).** ``x-ratelimit-limit-requests`` and
   ``x-ratelimit-limit-tokens`` are per-minute limits: the server refills ``limit / 60`` per
@@ -18,7 +18,7 @@ Two mechanisms, both fed by what the server says (``crowdbench.retry.rate_limit_
   per success (one per round trip), never above ``max_concurrency``. A 429 halves it (not below
   ``min_concurrency``) and cuts ``factor`` by a quarter, which then recovers by ``factor_step``
   per success. A server that sends no headers is handled by AIMD alone; the
-  429's ``Retry-After`` pauses every request (the one retry policy, ``crowdbench.retry``).
+  429's ``Retry-After`` pauses every request (the one retry policy, ``kernel.retry``).
 
 ``RateController`` is the arithmetic, with the clock passed in (tests drive it without
 waiting); ``RateGate`` puts it in front of an asyncio event loop.
@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from crowdbench.retry import RateLimitHeaders
+from kernel.retry import RateLimitHeaders
 
 SECONDS_PER_MINUTE = 60.0
 DEFAULT_INITIAL_CONCURRENCY = 4

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal
 
-from crowdbench.money import MoneySum
+from djangokit.money import MoneySum
 
 from .models import LLMCall, LLMRun
 

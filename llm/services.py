@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 
-from crowdbench.transitions import move_all
+from djangokit.transitions import move_all
 
 from .calls import RenderedPrompt
 from .models import LLM_CALL_STATUS, LLMCall, LLMRun, PromptTemplate

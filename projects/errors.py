@@ -1,7 +1,7 @@
-"""Refusals of the projects and releases services (reach HTTP through crowdbench.api_errors)."""
+"""Refusals of the projects and releases services (reach HTTP through api.errors)."""
 from __future__ import annotations
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 
 class ProjectError(ServiceError):

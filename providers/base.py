@@ -14,8 +14,8 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
-from crowdbench.errors import ServiceError
-from crowdbench.money import quantize_money
+from djangokit.money import quantize_money
+from kernel.errors import ServiceError
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, CollectionRound, Worker

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from crowdbench.state_machine import StateMachine, Transition
+from kernel.state_machine import StateMachine, Transition
 
 
 class Publication(models.Model):

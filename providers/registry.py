@@ -6,8 +6,8 @@ class is registered under its ``name``.
 """
 from __future__ import annotations
 
-from crowdbench.registry import Registry
-from mturk.provider import MTurkProvider
+from kernel.registry import Registry
+from providers.mturk.provider import MTurkProvider
 
 from .base import CrowdProvider
 from .local import LocalProvider

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from annotation.models import Assignment
 from annotation.services.confirmation import record_confirmation
 from annotation.services.review import approve_assignment, reject_assignment
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 from .base import CrowdProvider
 from .registry import get_provider

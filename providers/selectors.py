@@ -4,7 +4,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from annotation.models import Assignment, CollectionRound
-from crowdbench.money import MoneySum
+from djangokit.money import MoneySum
 
 from .base import money
 from .models import BonusPayment

@@ -31,8 +31,8 @@ from annotation.services.review import approve_assignment, reject_assignment
 from annotation.services.rounds import check_transition, open_round
 from annotation.services.submissions import submit_assignment
 from annotation.services.workers import grant_qualification
-from crowdbench.state_machine import TransitionRefused
-from crowdbench.transitions import move
+from djangokit.transitions import move
+from kernel.state_machine import TransitionRefused
 
 from .base import (
     CostEstimate,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.core import signing
 
 from annotation.models import Assignment, Worker
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 SALT = "providers.task-token"
 # Beyond the assignment's own time limit, so a slow last click still saves.

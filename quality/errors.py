@@ -1,7 +1,7 @@
 """Refusals of the quality services and reads (reach HTTP through crowdbench's error handling)."""
 from __future__ import annotations
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 
 class QualityError(ServiceError):

@@ -9,8 +9,8 @@ from django.db.models import Q
 
 from annotation.models import Assignment, CollectionRound, Qualification, Worker
 from annotation.task_types import get_task_type
-from evaluation.core.pairwise_agreement import majority_vote_arrays
-from evaluation.core.worker_quality import leave_one_out_agreement
+from stats.pairwise_agreement import majority_vote_arrays
+from stats.worker_quality import leave_one_out_agreement
 
 from .errors import WorkerNotFound
 from .models import RoundQuality, WorkerQuality

@@ -11,8 +11,8 @@ import pandas as pd
 from django.db import transaction
 
 from annotation.models import CollectionRound
-from evaluation.core.pairwise_agreement import majority_vote_arrays
-from evaluation.core.worker_quality import dawid_skene, leave_one_out_agreement
+from stats.pairwise_agreement import majority_vote_arrays
+from stats.worker_quality import dawid_skene, leave_one_out_agreement
 
 from .models import RoundQuality, WorkerQuality
 from .selectors import round_votes

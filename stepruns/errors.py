@@ -1,6 +1,6 @@
 """Refusals of the step-run services."""
-from crowdbench.errors import ServiceError
-from crowdbench.state_machine import TransitionRefused
+from kernel.errors import ServiceError
+from kernel.state_machine import TransitionRefused
 
 
 class RunConflict(TransitionRefused):

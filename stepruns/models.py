@@ -10,7 +10,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import models
 
-from crowdbench.state_machine import StateMachine, Transition
+from kernel.state_machine import StateMachine, Transition
 from llm.steps import format_usd
 
 from .errors import RunConflict

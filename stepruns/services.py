@@ -13,7 +13,7 @@ from decimal import Decimal, InvalidOperation
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 from llm.client import configured_model
 from llm.config import LLMNotConfigured, configured_models, unpriced
 from llm.params import LLMRunParams

@@ -1,11 +1,11 @@
-"""crowdbench.csv_cells: OWASP's CSV injection rule for text cells; numbers untouched; reversible."""
+"""kernel.csv_cells: OWASP's CSV injection rule for text cells; numbers untouched; reversible."""
 import csv
 import io
 
 import pandas as pd
 import pytest
 
-from crowdbench.csv_cells import csv_writer, frame_to_csv, neutralise_csv_cell, restore_csv_cell
+from kernel.csv_cells import csv_writer, frame_to_csv, neutralise_csv_cell, restore_csv_cell
 
 
 @pytest.mark.parametrize("text", ["=1+1", "+1", "-x", "@SUM(A1)", "\t=1", "\r=1", "'=x", "''-x", "'x", "x", "", "a=b"])

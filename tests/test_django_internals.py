@@ -1,6 +1,6 @@
 """The raw SQL built on Django's compiler internals runs only on the Django versions it was checked against.
 
-``crowdbench/prepared.py`` (``PreparedQuery``: compiled SQL bound again, a compiler copied with its
+``djangokit/prepared.py`` (``PreparedQuery``: compiled SQL bound again, a compiler copied with its
 ``as_sql`` replaced) and ``annotation.services.engine._insert_if_slot_free`` (an INSERT ... SELECT
 from the insert compiler's ``prepare_value``, ``pre_save_val`` and ``field_as_sql``) reach past the
 ORM's public API. A Django upgrade may change those internals without notice: this test fails first,
@@ -21,16 +21,16 @@ from annotation.models import Assignment
 from annotation.services import engine
 from annotation.services.engine import request_assignment
 from crowdbench import prepared
-from crowdbench.prepared import COMPILER_INTERNALS_DJANGO, PreparedQuery
+from djangokit.prepared import COMPILER_INTERNALS_DJANGO, PreparedQuery
 
 from .annotation.factories import make_candidate, make_round, make_worker
 
 RECHECK = (
-    "re-check crowdbench/prepared.py (PreparedQuery._compile, _bound_queryset, _Compiled.converters_for) and "
+    "re-check djangokit/prepared.py (PreparedQuery._compile, _bound_queryset, _Compiled.converters_for) and "
     "annotation/services/engine.py (_insert_if_slot_free) against the new Django's SQLCompiler and "
     "SQLInsertCompiler, run tests/scale/test_prepared_queries.py, tests/annotation/test_quick_claim.py and "
     "tests/annotation/test_concurrency.py (on PostgreSQL), then add the version to "
-    "crowdbench.prepared.COMPILER_INTERNALS_DJANGO"
+    "djangokit.prepared.COMPILER_INTERNALS_DJANGO"
 )
 
 

@@ -12,11 +12,11 @@ from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
 from annotation.task_types import REGISTRY, TaskType
-from crowdbench.errors import ServiceError
-from crowdbench.registry import Registry, UnknownName
 from evaluation.metrics.base import Metric
 from evaluation.metrics.registry import METRICS
 from evaluation.rankers.registry import RANKERS
+from kernel.errors import ServiceError
+from kernel.registry import Registry, UnknownName
 from providers.base import CrowdProvider
 from providers.registry import PROVIDERS, get_provider
 

@@ -1,7 +1,7 @@
-"""Every status field has one declared machine (``crowdbench.state_machine``), and only its owners write it.
+"""Every status field has one declared machine (``kernel.state_machine``), and only its owners write it.
 
 Per machine: every event from every status is allowed or refused as declared, on the stored row
-(``crowdbench.transitions.move``), a refusal changes nothing; no module but the machine's writers
+(``djangokit.transitions.move``), a refusal changes nothing; no module but the machine's writers
 assigns the field (an AST scan of the production code); the docs draw the same table.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ from annotation.models import (ASSIGNMENT_CONFIRMATION, ASSIGNMENT_REVIEW, ASSIG
                                CollectionRound)
 from annotation.services.engine import request_assignment
 from crowdbench import transitions
-from crowdbench.state_machine import StateMachine, Transition, TransitionRefused
 from datasets_app.models import INSTANCE_STATUS, Instance
+from kernel.state_machine import StateMachine, Transition, TransitionRefused
 from llm.models import LLM_CALL_STATUS, LLMCall
 from projects.models import Project
 from providers.models import BONUS_PAYMENT_STATUS, PUBLICATION_STATUS, BonusPayment, Publication

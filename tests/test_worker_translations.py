@@ -45,7 +45,7 @@ WORKER_FACING = [
     "annotation/views.py",
     "providers",
     "mturk",  # its own app or a package of providers (then covered above)
-    "crowdbench/text_input.py",
+    "djangokit/text_input.py",
 ]
 SKIP_DIRS = {"migrations", "management", "__pycache__"}
 

@@ -9,7 +9,7 @@ its round-side work imports Django lazily, in its hooks (``start``, ``on_item_co
 """
 from __future__ import annotations
 
-from crowdbench.registry import Registry
+from kernel.registry import Registry
 
 from .base import Candidates, Pair, PairSampler, SamplerError
 

@@ -2,7 +2,7 @@
 whose judgments most shrink the uncertainty of its goal, as the judgments arrive, until the goal is
 met or its budget of judgments is spent (docs/evaluation.md, "Active pair sampling"; #29).
 
-The rule and the stopping test are ``evaluation.core.active_sampling`` (no Django). This module
+The rule and the stopping test are ``stats.active_sampling`` (no Django). This module
 keeps the round's side: its state (``CollectionRound.sampler_state``: the goal, the budget, the
 models, the batches drawn and the last progress), and :func:`advance_round`, which reads the
 round's counted judgments, refits, and either adds the next batch of items through the engine's
@@ -76,7 +76,7 @@ class AdaptivePairs(PairSampler):
 
     def start(self, *, round, params: dict, items: int) -> None:
         """Keep the goal, the budget and the models on the round (after its first batch was added)."""
-        from evaluation.core.active_sampling import Goal
+        from stats.active_sampling import Goal
 
         if round.sampler_state:
             raise SamplerError("this round already runs an adaptive sampler; add other items with another sampler")
@@ -152,7 +152,7 @@ def advance_round(*, round_id: int) -> dict | None:
     from annotation.services.rounds import ACTIVE_STATUSES, add_items, close_round
     from annotation.models import CollectionRound
     from datasets_app.models import ModelOutput
-    from evaluation.core.active_sampling import Goal, batch_size, choose_pairs, fit, progress
+    from stats.active_sampling import Goal, batch_size, choose_pairs, fit, progress
 
     with transaction.atomic():
         round = CollectionRound.objects.select_for_update().get(pk=round_id)

@@ -5,7 +5,7 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 
 class SamplerError(ServiceError):

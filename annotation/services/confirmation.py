@@ -6,7 +6,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from crowdbench.transitions import move
+from djangokit.transitions import move
 
 from ..errors import InvalidTransition
 from ..models import ASSIGNMENT_CONFIRMATION, Assignment, Worker, WorkItem

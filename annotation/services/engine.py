@@ -18,8 +18,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from crowdbench.prepared import PreparedQuery, compiler_internals_supported
-from crowdbench.transitions import move_all
+from djangokit.prepared import PreparedQuery, compiler_internals_supported
+from djangokit.transitions import move_all
 
 from .. import consent
 from ..eligibility import check_worker_may_work, judgments_needed, read_round_for_worker, worker_facts
@@ -243,7 +243,7 @@ def _build_first_free_item(task_type: str, round_id: int, worker_id: int, needed
     )
 
 
-# The quick claim of every "next task": compiled once per task type's joins (``crowdbench.prepared``).
+# The quick claim of every "next task": compiled once per task type's joins (``djangokit.prepared``).
 _first_free_item = PreparedQuery(_build_first_free_item)
 
 

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from crowdbench.transitions import move
+from djangokit.transitions import move
 
 from ..eligibility import judgments_needed
 from ..errors import InvalidTransition, message_of

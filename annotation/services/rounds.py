@@ -12,7 +12,7 @@ from django.db import OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from crowdbench.transitions import move
+from djangokit.transitions import move
 
 from .. import consent
 from ..errors import InvalidTransition, message_of
@@ -99,7 +99,7 @@ AUTOMATIC_ACTIONS = ("complete", "reopen")
 # complete round takes work still in flight, and reopens when an item needs more.
 ACTIVE_STATUSES = (CollectionRound.Status.OPEN, CollectionRound.Status.PAUSED, CollectionRound.Status.COMPLETE)
 
-# Every field but the status, which only ``crowdbench.transitions.move`` writes.
+# Every field but the status, which only ``djangokit.transitions.move`` writes.
 _SETTINGS_FIELDS = [field.name for field in CollectionRound._meta.concrete_fields
                     if not field.primary_key and field.name != ROUND_STATUS.field]
 

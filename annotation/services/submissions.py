@@ -12,8 +12,8 @@ from django.db.models import Count
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from crowdbench.prepared import PreparedQuery
-from crowdbench.transitions import move
+from djangokit.prepared import PreparedQuery
+from djangokit.transitions import move
 
 from .. import guardrails
 from ..eligibility import judgments_needed, qualifying_result
@@ -63,7 +63,7 @@ def _build_locked_item(targets: tuple, item_id: int):
             .filter(pk=item_id).order_by()[:1])
 
 
-# Every submission reads both: compiled once (``crowdbench.prepared``).
+# Every submission reads both: compiled once (``djangokit.prepared``).
 _locked_assignment = PreparedQuery(_build_locked_assignment)
 
 

@@ -6,7 +6,7 @@ the length of a ``with`` block (tests, plug-ins loaded at run time) without touc
 """
 from __future__ import annotations
 
-from crowdbench.registry import Registry
+from kernel.registry import Registry
 
 from .base import TaskType
 from .caption import CaptionTask

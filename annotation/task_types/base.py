@@ -11,8 +11,8 @@ from django.core.files.base import File
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
-from crowdbench.input_checks import strict_int
-from crowdbench.text_input import clean_text as clean_input_text
+from djangokit.text_input import clean_text as clean_input_text
+from kernel.input_checks import strict_int
 
 if TYPE_CHECKING:
     from ..models import Assignment, CollectionRound, WorkItem
@@ -246,7 +246,7 @@ def majority_agreement(*, label: str, unit: str, votes: list[tuple[int, int, str
     """``agreement_so_far`` for types whose judgments are votes on one choice per item: the majority
     levels (5/5, 4/5, 3/5 …) and the workers' agreement with the majority (``votes``: item, worker,
     choice), computed by the pairwise-agreement core."""
-    from evaluation.core.pairwise_agreement import majority_vote_arrays
+    from stats.pairwise_agreement import majority_vote_arrays
 
     if not votes:
         return {"label": label, "measures": [{"label": f"{unit} judged", "value": 0}], "levels": []}
@@ -289,7 +289,7 @@ def split_uploads(data: Any, files: Any) -> tuple[dict, Any]:
 class TextField(forms.CharField):
     """A stripped text that must really be text (a JSON number or object is refused, not stringified).
 
-    The one text check (``crowdbench.text_input``) refuses control characters and lone surrogates,
+    The one text check (``djangokit.text_input``) refuses control characters and lone surrogates,
     and text made only of invisible characters counts as empty.
     """
 

@@ -178,7 +178,7 @@ class RankingTask(TaskType):
 
     def agreement_so_far(self, round):
         """IRR agreement: per review set the Spearman rho of its best-agreeing annotator pair."""
-        from evaluation.core import irr
+        from stats import irr
 
         from ..selectors import ranking_judgments
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from django import forms
 from django.core.exceptions import ValidationError
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 # A plan larger than this is refused: split the round (an all-pairs round of many models grows fast).
 MAX_PLAN_ITEMS = 20_000

@@ -8,8 +8,8 @@ from django.urls import path, reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from crowdbench.errors import ServiceError
 from datasets_app.uploads import import_families_upload, import_predictions_upload, import_review_sets_upload
+from kernel.errors import ServiceError
 from stepruns.kinds.registry import KINDS
 from stepruns.models import StepRun
 from stepruns.services import start_run

@@ -7,7 +7,7 @@ from django.urls import path
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 from projects.accounts import invite_researcher
 from projects.errors import ProjectConflict
 from projects.models import Membership

@@ -14,11 +14,11 @@ from django.urls import path
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
-from crowdbench.errors import ServiceError
 from evaluation.results import METHODS, SOURCES, category_table, irr_results, leaderboard
+from kernel.errors import ServiceError
 from projects.errors import ReleaseExists
-from projects.releases import make_release, open_release_file, release_folder
 from quality.selectors import worker_labels
+from releases_app.services import make_release, open_release_file, release_folder
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
 from ..forms import IRRQuery, LeaderboardQuery, ReleaseForm, cleaned_query

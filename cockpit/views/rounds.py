@@ -23,7 +23,7 @@ from annotation.selectors import items_without_eligible_worker, round_progress
 from annotation.services.engine import task_preview
 from annotation.services.rounds import allowed_actions, open_round, widen_eligibility
 from annotation.task_types import get_task_type
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 from providers import services as provider_services
 from providers.dry_run import rehearse
 

@@ -10,7 +10,7 @@ from django.urls import path
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
-from crowdbench.api.tokens import create_token, revoke_token, tokens_for_user
+from projects.tokens import create_token, revoke_token, tokens_for_user
 
 from ..access import researcher_required
 

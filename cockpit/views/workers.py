@@ -13,8 +13,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.worker_accounts import create_local_worker
-from crowdbench.errors import ServiceError
-from crowdbench.text_input import clean_text
+from djangokit.text_input import clean_text
+from kernel.errors import ServiceError
 from providers.services import block_worker, qualify_worker
 from quality.selectors import project_worker, project_workers, worker_history, worker_label
 from quality.services import recompute_project_quality

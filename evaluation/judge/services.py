@@ -15,13 +15,13 @@ from itertools import combinations
 import pandas as pd
 from django.db import transaction
 
-from crowdbench.errors import ServiceError
 from datasets_app.models import AcceptedReference, Instance, ModelOutput
 from datasets_app.reference_generation import current_instruction_captions
-from evaluation.core.ratings import compute_ratings
+from kernel.errors import ServiceError
 from llm.client import LLMResult, chat_request, configured_model
 from llm.params import LLMRunParams
 from llm.steps import Job, LLMStep, StepReport
+from stats.ratings import compute_ratings
 
 from ..models import JudgedBattle
 from . import prompts

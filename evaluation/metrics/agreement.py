@@ -3,7 +3,7 @@
 Reads the completed pairwise items (``evaluation.metrics.selectors.human_pairs``) and the human
 judgments (``annotation.selectors.pairwise_battles``), scores every model output once with each
 metric against its instance's human-verified reference, turns scores (and an optional LLM judge
-file) into picks, and hands the numbers to ``evaluation.core.metric_agreement``.
+file) into picks, and hands the numbers to ``stats.metric_agreement``.
 
 As in the paper, only model-vs-model pairs count: a reference-backed metric compares a
 reference with itself when the reference is one side. Pairs whose human vote is an even split
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from crowdbench.errors import ServiceError
-from evaluation.core.metric_agreement import (
+from kernel.errors import ServiceError
+from stats.metric_agreement import (
     MetricAgreement,
     compare_with_humans,
     pick_by_score,

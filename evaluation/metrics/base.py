@@ -1,7 +1,7 @@
 """What every text metric is: a name, a score per (candidate, reference, language), and a refusal.
 
 A metric scores each candidate against the human-verified reference of its instance; in pairwise
-use the higher score wins (``evaluation.core.metric_agreement`` breaks equal scores at random).
+use the higher score wins (``stats.metric_agreement`` breaks equal scores at random).
 Metrics are plug-ins: one module each, found through ``evaluation.metrics.registry``.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 
 
 class MetricUnavailable(ServiceError):

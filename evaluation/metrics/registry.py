@@ -2,7 +2,7 @@
 Each class is registered under its ``name``; the order here is the order of reports."""
 from __future__ import annotations
 
-from crowdbench.registry import Registry
+from kernel.registry import Registry
 
 from .base import Metric
 from .bertscore import BertScore

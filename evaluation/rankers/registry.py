@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from crowdbench.registry import Registry
+from kernel.registry import Registry
 from llm.params import LLMRunParams
 
 from .base import ReviewRanker

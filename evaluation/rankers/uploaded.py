@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from evaluation.core.irr import IRRInputError, read_model_scores_csv
+from stats.irr import IRRInputError, read_model_scores_csv
 
 from .base import SCORE_COLUMNS, ReviewItem, Unscored
 

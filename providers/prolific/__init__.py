@@ -1,4 +1,4 @@
 """The Prolific provider: its API client (``provider``), worker pages (``views``, ``urls``,
 ``templates/``, ``static/``), the local fake of its API (``fake_server``) and its dry-run
-participants (``rehearsal``). Kept free of imports so ``python -m providers.prolific.fake_server``
+participants (``rehearsal``). Kept free of imports so ``python -m fakes.prolific``
 runs without Django."""

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from annotation.selectors import slots_still_needed
-from crowdbench.retry import (
+from kernel.retry import (
     NOT_SENT,
     RetryPolicy,
     TransientError,

@@ -7,11 +7,11 @@ from decimal import Decimal
 from django.utils import timezone
 
 from annotation.models import CollectionRound
+from fakes.prolific import FakeProlificServer, RehearsalError
 
 from .. import services
 from ..base import Rehearsal, money
 from ..dry_run import accept_study_information, save_simulated_answers, task_seconds
-from .fake_server import FakeProlificServer, RehearsalError
 
 
 def simulate_prolific_participant(*, fake, round: CollectionRound, study_id: str, participant_id: str,

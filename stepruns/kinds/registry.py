@@ -1,7 +1,7 @@
 """Kind name → step kind: the one place to add a kind of background step run (one line each)."""
 from __future__ import annotations
 
-from crowdbench.registry import Registry
+from kernel.registry import Registry
 
 from .base import StepKind
 

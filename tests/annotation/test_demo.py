@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 from django.contrib.auth.models import User
 
-from annotation.demo import create_demo_rounds
 from annotation.models import CollectionRound
 from annotation.permissions import is_local_worker
 from annotation.services.engine import request_assignment
 from annotation.services.workers import get_or_create_local_worker
+from demo.rounds import create_demo_rounds
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +33,7 @@ def test_demo_rounds_cover_every_type_and_can_be_worked_on():
 
 
 def test_demo_rounds_use_existing_demo_data_when_present():
-    from datasets_app.demo import create_demo_data
+    from demo.data import create_demo_data
 
     create_demo_data()
     rounds = create_demo_rounds(worker_users=[])
@@ -49,10 +49,10 @@ def test_demo_rounds_are_chained_through_the_visitbench_stages():
 
 
 def test_demo_crowd_completes_rounds_so_ratings_and_irr_have_numbers():
-    from evaluation.core import irr
-    from evaluation.core.ratings import compute_ratings
+    from stats import irr
+    from stats.ratings import compute_ratings
     from evaluation.selectors import human_battles, irr_rankings
-    from providers.demo import COMPLETED_ROUNDS, complete_demo_rounds
+    from demo.crowd import COMPLETED_ROUNDS, complete_demo_rounds
 
     worker_user = User.objects.create_user("demo-worker", password="pw-123456")
     rounds = create_demo_rounds(worker_users=[worker_user])
@@ -98,7 +98,7 @@ def test_load_demo_prints_what_the_crowd_did():
     assert CollectionRound.objects.get(name__endswith="Which response is better?").items.filter(
         completed_at__isnull=True).count() == 0
     # Worker quality is computed for every round the simulated crowd completed, for the Workers page.
-    from providers.demo import COMPLETED_ROUNDS
+    from demo.crowd import COMPLETED_ROUNDS
 
     completed = CollectionRound.objects.filter(items__completed_at__isnull=False).distinct()
     assert completed.count() == len(COMPLETED_ROUNDS)

@@ -10,8 +10,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from rest_framework import serializers
 
 from annotation.models import CollectionRound
+from api.rounds import RoundCreateSerializer
 from cockpit.forms import ExtendRoundForm, RoundSettingsForm
-from crowdbench.api.rounds import RoundCreateSerializer
 
 SETTINGS = ["name", "language", "workers_per_item", "reward_per_task", "currency", "target_hourly_wage",
             "time_limit_seconds", "budget_cap", "instructions"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from crowdbench.api.tokens import create_token
+from projects.tokens import create_token
 from datasets_app.services import import_visitbench_file
 from tests.annotation.factories import make_worker_user
 from tests.annotation.conftest import media_in_tmp  # noqa: F401  (autouse fixture)
@@ -46,10 +46,10 @@ def world(study, researcher, tmp_path):
     from annotation.services.engine import request_assignment
     from annotation.services.rounds import add_items, create_round, open_round
     from annotation.services.submissions import submit_assignment
-    from datasets_app.demo import create_demo_data
+    from demo.data import create_demo_data
     from datasets_app.model_outputs import import_predictions
     from datasets_app.models import ModelOutput
-    from projects.releases import make_release
+    from releases_app.services import make_release
     from tests.annotation.factories import make_worker
 
     create_demo_data(project=study)

@@ -75,7 +75,7 @@ def test_anonymous_requests_get_401_everywhere(world, tmp_path):
 
 
 def test_a_bad_or_revoked_token_gets_401(world, researcher):
-    from crowdbench.api.tokens import create_token, revoke_token
+    from projects.tokens import create_token, revoke_token
 
     record, token = create_token(user=researcher)
     client = APIClient()
@@ -136,7 +136,7 @@ def test_session_authentication_works_for_researchers_and_needs_csrf_for_writes(
 
 
 def test_the_api_root_answers_a_token_like_every_endpoint(world, researcher, worker_api):
-    from crowdbench.api.tokens import create_token
+    from projects.tokens import create_token
 
     _record, token = create_token(user=researcher)
     client = APIClient()

@@ -46,7 +46,7 @@ def test_concurrent_researcher_and_worker_schema_requests_never_mix_or_fail(monk
     from django.test import Client
     from drf_spectacular.generators import SchemaGenerator
 
-    from crowdbench.api import schema_views
+    from api import schema_views
 
     schema_views.forget_schemas()
     generate = SchemaGenerator.get_schema

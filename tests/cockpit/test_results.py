@@ -9,11 +9,11 @@ from django.urls import reverse
 from annotation.services.engine import request_assignment
 from annotation.services.submissions import submit_assignment
 from datasets_app.models import Instance
-from evaluation.core import irr
-from evaluation.core.ratings import compute_ratings
 from evaluation.models import JudgedBattle
 from evaluation.selectors import human_battles, irr_inputs
 from projects.services import create_project
+from stats import irr
+from stats.ratings import compute_ratings
 
 from .results_data import judged_project
 

@@ -10,10 +10,10 @@ from annotation.models import Assignment, CollectionRound
 from annotation.task_types import REGISTRY
 from annotation.task_types.base import TaskType
 from annotation.watch import project_watch, round_watch
-from evaluation.core import irr
-from evaluation.core.pairwise_agreement import majority_vote_arrays
 from evaluation.selectors import irr_rankings
 from projects.services import create_project
+from stats import irr
+from stats.pairwise_agreement import majority_vote_arrays
 
 from .results_data import REWARD, SECONDS_PER_TASK, judged_project, yen_round
 

@@ -129,8 +129,8 @@ def test_recompute_button_stores_the_numbers(client, researcher, project, judged
 
 
 def test_qualifying_an_mturk_worker_grants_the_projects_qualification_type(project, judged, settings, monkeypatch):
-    from mturk.fake_server import FakeMTurkServer
-    from mturk.provider import MTurkProvider
+    from fakes.mturk import FakeMTurkServer
+    from providers.mturk.provider import MTurkProvider
 
     _round, _locals, turker = judged
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")

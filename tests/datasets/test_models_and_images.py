@@ -5,7 +5,6 @@ from django.core.management import call_command
 from django.db import IntegrityError, transaction
 from PIL import Image as PILImage
 
-from datasets_app.demo import create_demo_data
 from datasets_app.models import (
     Caption,
     Image,
@@ -16,6 +15,7 @@ from datasets_app.models import (
     ReviewSet,
 )
 from datasets_app.services import ImageValidationError, store_image
+from demo.data import create_demo_data
 from projects.services import unassigned_project
 
 pytestmark = pytest.mark.django_db

@@ -41,7 +41,7 @@ def test_table_output(shared_data):
 
 
 def test_source_filter_separates_imported_from_other_data(shared_data):
-    from datasets_app.demo import create_demo_data
+    from demo.data import create_demo_data
 
     create_demo_data()  # one verified multi-image instance entered by a researcher
     call_command("import_visitbench", str(shared_data / "visit_bench_multi_images.csv"), stdout=io.StringIO())
@@ -53,7 +53,7 @@ def test_source_filter_separates_imported_from_other_data(shared_data):
 
 
 def test_a_correct_but_harmful_verdict_is_not_kept():
-    from datasets_app.demo import create_demo_data
+    from demo.data import create_demo_data
     from datasets_app.models import Verification
 
     create_demo_data()  # four verified instances, one verdict each

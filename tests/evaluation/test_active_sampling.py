@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaluation.core.active_sampling import (
+from stats.active_sampling import (
     ELO_PER_NAT,
     WARMUP_PER_PAIR,
     Estimate,
@@ -17,7 +17,7 @@ from evaluation.core.active_sampling import (
     fit,
     progress,
 )
-from evaluation.core.ratings import bradley_terry, encode_battles
+from stats.ratings import bradley_terry, encode_battles
 
 
 def expected_wins(ratings, games: float) -> np.ndarray:

@@ -17,12 +17,12 @@ from annotation.services.engine import request_assignment
 from annotation.services.submissions import submit_assignment
 from datasets_app.models import AcceptedReference, Instance, ModelOutput
 from datasets_app.services import import_visitbench_file
-from evaluation.core.ratings import compute_ratings
 from evaluation.models import ImportedPreference, JudgedBattle
 from evaluation.preference_import import PREFERENCE_COLUMNS
 from evaluation.selectors import battles, human_battles
 from fakes.openai_server import FakeOpenAIServer, judge_responder
 from projects.services import create_project
+from stats.ratings import compute_ratings
 from tests.annotation.factories import make_family, make_instance, make_outputs, make_reference, make_round, make_worker
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluation.core.pairwise_agreement import majority_vote, majority_vote_arrays
+from stats.pairwise_agreement import majority_vote, majority_vote_arrays
 
 
 def votes_for(pair_id, choices, first_worker=0):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluation.core.ratings import (
+from stats.ratings import (
     InvalidBattlesError,
     bootstrap_bradley_terry,
     bootstrap_online_elo,

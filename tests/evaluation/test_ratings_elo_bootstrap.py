@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluation.core import elo_bootstrap, elo_vector
-from evaluation.core.portable_exp import portable_exp
-from evaluation.core.ratings import (
+from stats import elo_bootstrap, elo_vector
+from stats.portable_exp import portable_exp
+from stats.ratings import (
     bootstrap_online_elo,
     bootstrap_online_elo_reference,
     compute_ratings,

@@ -8,8 +8,8 @@ from django.core.management import CommandError, call_command
 
 from annotation.services.engine import request_assignment
 from annotation.services.submissions import submit_assignment
-from evaluation.core.ratings import compute_ratings
 from evaluation.selectors import human_battles
+from stats.ratings import compute_ratings
 from tests.annotation.factories import make_instance, make_outputs, make_round, make_worker
 
 pytestmark = pytest.mark.django_db

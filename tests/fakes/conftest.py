@@ -6,8 +6,8 @@ import httpx
 import pytest
 from botocore.config import Config
 
-from mturk.fake_server import FakeMTurkServer
-from providers.prolific.fake_server import FakeProlificServer
+from fakes.mturk import FakeMTurkServer
+from fakes.prolific import FakeProlificServer
 
 EXTERNAL_QUESTION = (
     '<ExternalQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/'

@@ -37,7 +37,7 @@ def run_fake():
 
 
 def test_mturk_fake_from_the_command_line(run_fake, hit_params):
-    url = run_fake("mturk.fake_server", "--balance", "42.00", "--seed", "3")
+    url = run_fake("fakes.mturk", "--balance", "42.00", "--seed", "3")
     client = _BOTO_SESSION.client("mturk", endpoint_url=url, region_name="us-east-1",
                                   aws_access_key_id="test", aws_secret_access_key="test")
     assert client.get_account_balance()["AvailableBalance"] == "42.00"
@@ -49,7 +49,7 @@ def test_mturk_fake_from_the_command_line(run_fake, hit_params):
 
 
 def test_prolific_fake_from_the_command_line(run_fake):
-    url = run_fake("providers.prolific.fake_server", "--token", "cli-token", "--balance", "5000")
+    url = run_fake("fakes.prolific", "--token", "cli-token", "--balance", "5000")
     headers = {"Authorization": "Token cli-token"}
     (workspace,) = httpx.get(f"{url}/api/v1/workspaces/", headers=headers).json()["results"]
     balance = httpx.get(f"{url}/api/v1/workspaces/{workspace['id']}/balance/", headers=headers).json()

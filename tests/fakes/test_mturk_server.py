@@ -11,7 +11,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from mturk.fake_server import (
+from fakes.mturk import (
     ANSWER_KEY_NS,
     HTML_QUESTION_NS,
     QUESTION_FORM_ANSWERS_NS,

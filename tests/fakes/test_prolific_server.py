@@ -6,7 +6,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from providers.prolific.fake_server import FakeProlificServer, RehearsalError
+from fakes.prolific import FakeProlificServer, RehearsalError
 
 REJECTION = ("Your ranking was submitted in 14 seconds and ranks the five reviews in the order "
              "they were shown, which the instructions asked you not to do.")

@@ -30,8 +30,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from crowdbench.api.tokens import create_token
-from crowdbench.api.worker_schema import WORKER_SCHEMA_SETTINGS
+from api.worker_schema import WORKER_SCHEMA_SETTINGS
+from projects.tokens import create_token
 from tests.annotation.factories import make_worker_user
 
 pytestmark = pytest.mark.django_db

@@ -81,5 +81,5 @@ def test_the_worker_schema_documents_the_worker_and_provider_endpoints(client):
 def test_the_worker_schema_validates_without_warnings(tmp_path):
     out = tmp_path / "worker.yml"
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out),
-                 "--custom-settings", "crowdbench.api.worker_schema.WORKER_SCHEMA_SETTINGS", stdout=io.StringIO())
+                 "--custom-settings", "api.worker_schema.WORKER_SCHEMA_SETTINGS", stdout=io.StringIO())
     assert "/api/work/rounds/{round_id}/next/" in yaml.safe_load(out.read_text())["paths"]

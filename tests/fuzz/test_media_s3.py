@@ -107,7 +107,7 @@ def test_an_uploaded_image_lands_in_the_bucket_and_its_link_serves_it(s3):
 def test_a_release_links_images_stored_in_the_bucket(s3, study, tmp_path):
     _client, endpoint = s3
     from datasets_app.models import Instance
-    from projects.releases import make_release
+    from releases_app.services import make_release
 
     image = store_image(project=unassigned_project(), content=png_bytes((10, 120, 10)), license="CC0-1.0", creator="worker")
     link = Instance.objects.filter(family__project=study).first().image_links.first()

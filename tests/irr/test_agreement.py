@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaluation.core import irr
+from stats import irr
 
 from .builders import IDENTITY_5, rankings_frame
 

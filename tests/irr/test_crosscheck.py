@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from evaluation.core import irr
+from stats import irr
 
 ANNOTATOR_POOL = ["w1", "w10", "w2", "ann", "Ann", "佐藤", "田中"]
 

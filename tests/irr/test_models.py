@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from evaluation.core import irr
+from stats import irr
 
 from .builders import IDENTITY_5, rankings_frame, scores_frame
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.core import irr
+from stats import irr
 
 from .builders import rankings_frame
 

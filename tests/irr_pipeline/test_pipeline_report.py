@@ -21,11 +21,11 @@ from annotation.services.rounds import add_items, create_round, open_round
 from annotation.services.submissions import submit_assignment
 from annotation.task_types.ranking import shown_order
 from datasets_app.models import Review, ReviewSet
-from evaluation.core import irr
 from evaluation.models import RankerKind, ReviewScore
 from evaluation.selectors import review_items, review_scores
 from evaluation.services import ScoreStoreError, rank_and_store, store_review_scores
 from projects.services import unassigned_project
+from stats import irr
 
 from .conftest import MODEL, user_text
 

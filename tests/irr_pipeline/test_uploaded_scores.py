@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from crowdbench.registry import UnknownName
 from evaluation.rankers.base import SCORE_COLUMNS, ReviewItem
 from evaluation.rankers.registry import make_ranker
 from evaluation.rankers.uploaded import UploadedScoresError, UploadedScoresRanker
+from kernel.registry import UnknownName
 
 ITEMS = [
     ReviewItem("7", "en", [("70", "a"), ("71", "b"), ("72", "c")]),

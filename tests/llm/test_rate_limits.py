@@ -7,8 +7,8 @@ import urllib.request
 
 import pytest
 
-from crowdbench.retry import RateLimitHeaders, parse_duration, rate_limit_headers
 from fakes.openai_server import FakeOpenAIServer, RateLimits, charged_tokens
+from kernel.retry import RateLimitHeaders, parse_duration, rate_limit_headers
 from llm.client import chat_request
 from llm.rate_limits import DEFAULT_INITIAL_CONCURRENCY, RateController
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from crowdbench.retry import RetryPolicy, TransientError, retry_after_seconds
+from kernel.retry import RetryPolicy, TransientError, retry_after_seconds
 
 
 def test_backoff_grows_exponentially_with_jitter_and_is_capped():
@@ -75,7 +75,7 @@ def test_invalid_policies_are_refused():
 
 def test_client_libraries_do_not_retry_underneath(settings):
     """Each call is retried by one layer: botocore makes one attempt per call of ours."""
-    from mturk.provider import MTurkProvider
+    from providers.mturk.provider import MTurkProvider
 
     settings.MTURK_MAX_ATTEMPTS = 4
     provider = MTurkProvider(endpoint="http://127.0.0.1:9", credentials=("k", "s"), retry_pause=0)
@@ -106,7 +106,7 @@ def test_connection_errors_are_transient_when_nothing_was_sent_or_the_call_is_id
     import httpx
     from botocore import exceptions as botocore
 
-    from crowdbench.retry import ANSWER_LOST, NOT_SENT, connection_failure, transient_connection_failure
+    from kernel.retry import ANSWER_LOST, NOT_SENT, connection_failure, transient_connection_failure
 
     request = httpx.Request("POST", "https://api.example.org/")
     cases = [

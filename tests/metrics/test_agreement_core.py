@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaluation.core.metric_agreement import (
+from stats.metric_agreement import (
     NO_PICK,
     PICK_A,
     PICK_B,

@@ -9,9 +9,9 @@ from django.core.management import CommandError, call_command
 from annotation.services.engine import request_assignment
 from annotation.services.submissions import submit_assignment
 from datasets_app.models import ModelOutput
-from evaluation.core.metric_agreement import wilson_interval
 from evaluation.metrics.agreement import metric_agreement
 from evaluation.metrics.judge_file import JudgeBattle
+from stats.metric_agreement import wilson_interval
 from tests.annotation.factories import make_instance, make_reference, make_round, make_worker
 
 pytestmark = pytest.mark.django_db

@@ -5,10 +5,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crowdbench.registry import UnknownName
 from evaluation.metrics.base import MetricUnavailable
 from evaluation.metrics.bertscore import packaged_minilm_path
 from evaluation.metrics.registry import METRICS, make_metric
+from kernel.registry import UnknownName
 
 CANDIDATE = "The red circle is to the left of the blue square."
 REFERENCE = "A red circle sits left of a blue square, and a green triangle is on the right."

@@ -27,7 +27,7 @@ from annotation.pipeline import (
 from annotation.selectors import work_list_for_worker
 from datasets_app.models import Instance, ReferenceCandidate
 from llm.params import LLMRunParams
-from projects.releases import make_release
+from releases_app.services import make_release
 from projects.services import create_project
 from tests.annotation.factories import make_candidate, make_family, make_instance, make_review_set, make_worker
 

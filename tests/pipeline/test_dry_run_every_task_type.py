@@ -79,7 +79,7 @@ def test_a_simulated_instruction_generation_answer_is_a_valid_upload():
 def test_mturk_dry_run_of_an_instruction_generation_round_hands_over_checksums(settings, capsys, monkeypatch):
     """MTurk receives the answers as stored here: an uploaded image is its stored checksum, never
     the file (which JSON cannot carry)."""
-    from mturk.fake_server import FakeMTurkServer
+    from fakes.mturk import FakeMTurkServer
 
     settings.PROVIDERS_PUBLIC_BASE_URL = "https://crowdbench.example.org"
     round = make_round(task_type="instruction_generation", targets=[make_family(), make_family(multi=True)],
@@ -107,7 +107,7 @@ def test_mturk_dry_run_of_an_instruction_generation_round_hands_over_checksums(s
 def test_an_upload_handed_to_mturk_unsaved_is_named_by_its_content_hash():
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from mturk.provider import encode_answers
+    from providers.mturk.provider import encode_answers
 
     upload = SimpleUploadedFile("photo.png", b"image bytes")
     encoded = json.loads(encode_answers({"instruction": "Count the cats.", "images-0-file": upload}))

@@ -17,8 +17,8 @@ from annotation.task_types.ranking import shown_order
 from datasets_app.models import Image, Instance, InstanceImage
 from projects.errors import ReleaseError, ReleaseExists
 from projects.models import Release
-from projects.releases import make_release, verify_release
 from projects.services import create_project
+from releases_app.services import make_release, verify_release
 from tests.annotation.factories import make_family, make_instance, make_outputs, make_reference, make_review_set
 
 pytestmark = pytest.mark.django_db
@@ -125,7 +125,7 @@ def test_crowd_release_pseudonymises_workers_and_leaves_out_gold_and_unlicensed(
     again = make_release(project=project, name="crowd", version="1.0.1", out_dir=tmp_path / "v2")
     assert {row["worker"] for row in load_offline(again.directory, "battles")["battles"]} == pseudonyms
     other = create_project(name="Other", slug="other", owner=owner)
-    from projects.release_files import pseudonym
+    from releases_app.files import pseudonym
     assert pseudonym(other.pseudonym_secret, "mturk", RAW_IDS[0]) not in pseudonyms
     assert pseudonym(project.pseudonym_secret, "mturk", RAW_IDS[0]) in pseudonyms
 

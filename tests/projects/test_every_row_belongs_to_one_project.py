@@ -12,14 +12,14 @@ from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.demo import create_demo_rounds
+from demo.rounds import create_demo_rounds
 from datasets_app.models import Instance
-from crowdbench.api.tokens import create_token
+from projects.tokens import create_token
 from projects.models import Project
-from projects.releases import make_release
+from releases_app.services import make_release
 from projects.scoping import CROSS_PROJECT, PROJECT_PATHS, RESEARCHER_DATA_APPS
 from projects.services import create_project
-from providers.demo import complete_demo_rounds
+from demo.crowd import complete_demo_rounds
 from quality.services import recompute_round_quality
 from stepruns.models import StepRun
 from stepruns.services import start_run

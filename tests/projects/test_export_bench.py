@@ -21,7 +21,7 @@ def test_export_bench_times_without_tracemalloc_and_traces_in_a_separate_run(tmp
         tracing.append(tracemalloc.is_tracing())
         return SimpleNamespace(counts={"instances": 3})
 
-    monkeypatch.setattr("projects.releases.make_release", fake_release)
+    monkeypatch.setattr("releases_app.services.make_release", fake_release)
     timed = export.child("release", 3, tmp_path / "db", tmp_path / "out-time", "time")
     traced = export.child("release", 3, tmp_path / "db", tmp_path / "out-memory", "python-memory")
     assert tracing == [False, True]

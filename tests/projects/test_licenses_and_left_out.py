@@ -16,8 +16,8 @@ from datasets_app.models import Image, InstructionFamily, Instance, ReviewSet
 from datasets_app.services import import_review_sets_file
 from datasets_app.uploads import UploadRefused, import_families_upload
 from projects.models import Release
-from projects.releases import make_release
 from projects.services import create_project
+from releases_app.services import make_release
 from tests.annotation.factories import (
     make_family,
     make_instance,

@@ -8,8 +8,8 @@ from django.db import connection
 from datasets_app.models import AcceptedReference, Instance
 from projects.errors import ReleaseExists
 from projects.models import Release
-from projects.releases import make_release
 from projects.services import create_project
+from releases_app.services import make_release
 from tests.annotation.factories import make_family, make_instance
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

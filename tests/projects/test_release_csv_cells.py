@@ -1,5 +1,5 @@
 """Released CSV files are safe to open in a spreadsheet; the JSON Lines and Parquet tables keep
-every value exactly as stored (OWASP's CSV injection rule, crowdbench.csv_cells)."""
+every value exactly as stored (OWASP's CSV injection rule, kernel.csv_cells)."""
 import csv
 import json
 
@@ -9,8 +9,8 @@ from django.contrib.auth.models import User
 
 from datasets_app.models import Instance
 from datasets_app.visitbench_csv import read_visitbench_csv
-from projects.releases import make_release
 from projects.services import create_project
+from releases_app.services import make_release
 from tests.annotation.factories import make_family, make_instance, make_reference
 
 pytestmark = pytest.mark.django_db

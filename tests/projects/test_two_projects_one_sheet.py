@@ -14,11 +14,11 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.models import CollectionRound, WorkItem
-from crowdbench.api.tokens import create_token
 from datasets_app.models import Image, Instance, InstructionFamily, ReviewSet
 from datasets_app.services import import_visitbench_file
 from projects.models import Project
 from projects.services import create_project
+from projects.tokens import create_token
 from tests.annotation.conftest import media_in_tmp  # noqa: F401  (autouse fixture)
 from tests.annotation.factories import make_review_set
 from tests.cockpit.conftest import make_researcher  # noqa: F401  (fixture)

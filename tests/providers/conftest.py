@@ -5,8 +5,8 @@ from decimal import Decimal
 
 import pytest
 
-from mturk.fake_server import FakeMTurkServer
-from providers.prolific.fake_server import FakeProlificServer
+from fakes.mturk import FakeMTurkServer
+from fakes.prolific import FakeProlificServer
 from tests.annotation.factories import make_instance, make_outputs, make_round
 
 PROLIFIC_TOKEN = "researcher-token"

@@ -9,11 +9,11 @@ from django.test import Client
 
 from annotation import consent
 from annotation.models import Assignment, ConsentDecision, Worker
-from mturk.models import HIT
-from mturk.provider import MTurkProvider
 from providers import services
 from providers.dry_run import rehearse
 from providers.models import Publication
+from providers.mturk.models import HIT
+from providers.mturk.provider import MTurkProvider
 from providers.prolific.provider import ProlificProvider
 
 pytestmark = pytest.mark.django_db

@@ -10,11 +10,11 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.models import Assignment
-from mturk.models import HIT
-from mturk.provider import MTurkProvider
 from projects.services import create_project
 from providers import services
 from providers.models import Publication
+from providers.mturk.models import HIT
+from providers.mturk.provider import MTurkProvider
 from providers.prolific.provider import ProlificProvider
 from tests.annotation.factories import make_worker_user
 from tests.providers.test_forged_work import started

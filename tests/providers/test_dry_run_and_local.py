@@ -8,11 +8,11 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Assignment, CollectionRound, Worker
-from mturk.provider import MTurkProvider
 from providers import services
 from providers.dry_run import rehearse, simulated_answer
 from providers.local.rehearsal import simulate_local_worker
 from providers.models import BonusPayment, Publication
+from providers.mturk.provider import MTurkProvider
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def test_local_round_publish_pay_and_top_up_once(round_factory):
 
 @pytest.mark.parametrize("key,provider", [("pairwise", "mturk"), ("ranking", "prolific"), ("verification", "local")])
 def test_dry_run_of_a_demo_round(key, provider, capsys):
-    from annotation.demo import create_demo_rounds
+    from demo.rounds import create_demo_rounds
 
     round = create_demo_rounds()[key]
     tasks = round.items.count() * round.workers_per_item

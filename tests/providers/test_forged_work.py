@@ -187,8 +187,8 @@ def test_arrivals_prolific_cannot_vouch_for_are_held_briefly_and_few_at_once(pro
 
 
 def test_made_up_mturk_assignment_ids_hold_no_slot(mturk_fake, settings):
-    from mturk.models import HIT
-    from mturk.provider import MTurkProvider
+    from providers.mturk.models import HIT
+    from providers.mturk.provider import MTurkProvider
 
     round = make_round(task_type="pairwise", targets=pairs(12), workers_per_item=3)
     services.publish_round(round=round, provider_name="mturk", provider=MTurkProvider(retry_pause=0))

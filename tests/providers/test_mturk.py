@@ -12,12 +12,12 @@ from django.core.management import call_command
 from annotation.models import Assignment
 from annotation.services.engine import expire_stale_assignments
 from annotation.services.rounds import close_round
-from mturk.models import HIT
-from mturk.provider import MTurkProvider, external_question, parse_answers, submit_hosts
-from mturk.rehearsal import simulate_mturk_worker
 from providers import services
 from providers.base import InsufficientBalance, OverBudget, ProviderError, ProviderNotConfigured
 from providers.models import BonusPayment, Publication
+from providers.mturk.models import HIT
+from providers.mturk.provider import MTurkProvider, external_question, parse_answers, submit_hosts
+from providers.mturk.rehearsal import simulate_mturk_worker
 from providers.review import review_submissions
 
 pytestmark = pytest.mark.django_db
@@ -450,7 +450,7 @@ def test_mturk_without_credentials_is_not_configured_and_not_retried(mturk_fake,
                          ids=["nested-100000-deep", "lone-surrogate"])
 def test_hostile_answers_listed_by_mturk_are_kept_undecoded_instead_of_stopping_the_sync(encoded):
     """A worker can hand MTurk any text; json.loads raised RecursionError (deep) or kept a lone surrogate."""
-    from mturk.provider import ANSWERS_FIELD, decode_answers
+    from providers.mturk.provider import ANSWERS_FIELD, decode_answers
 
     assert decode_answers({ANSWERS_FIELD: encoded}) == {ANSWERS_FIELD: encoded}
     assert decode_answers({ANSWERS_FIELD: '{"choice": "left"}'}) == {"choice": "left"}

@@ -10,11 +10,11 @@ from annotation.models import Assignment, CollectionRound
 from annotation.selectors import slots_still_needed
 from annotation.services.engine import request_assignment
 from annotation.services.submissions import submit_assignment
-from mturk.provider import MTurkProvider
 from providers import services
 from providers.dry_run import rehearse
 from providers.local.rehearsal import simulate_local_worker
 from providers.models import Publication
+from providers.mturk.provider import MTurkProvider
 from providers.prolific.provider import ProlificProvider
 from tests.annotation.factories import make_worker
 

@@ -6,13 +6,13 @@ import xml.etree.ElementTree as ET
 import pytest
 from django.core.management import call_command
 
-from mturk.fake_server import RehearsalError
-from mturk.models import HIT
-from mturk.provider import MTurkProvider
-from mturk.qualification import ANSWER_KEY_NS, create_qualification_test, gold_questions
+from fakes.mturk import RehearsalError
 from providers import services
 from providers.base import ProviderError, ProviderRefused
 from providers.models import Publication
+from providers.mturk.models import HIT
+from providers.mturk.provider import MTurkProvider
+from providers.mturk.qualification import ANSWER_KEY_NS, create_qualification_test, gold_questions
 
 pytestmark = pytest.mark.django_db
 

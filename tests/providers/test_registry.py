@@ -5,7 +5,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from annotation.models import Worker, validate_qualification_rules
-from crowdbench.registry import UnknownName
+from kernel.registry import UnknownName
 from providers import services
 from providers.local import LocalProvider
 from providers.registry import PROVIDERS, get_provider

@@ -8,9 +8,9 @@ from annotation.models import Assignment
 from annotation.services.engine import request_assignment
 from annotation.services.submissions import submit_assignment
 from annotation.services.workers import get_or_create_local_worker
-from mturk.provider import MTurkProvider
 from providers import services
 from providers.models import Publication
+from providers.mturk.provider import MTurkProvider
 from providers.prolific.provider import ProlificProvider
 from providers.review import InvalidDecision, review_submissions
 

@@ -19,13 +19,13 @@ from django.utils import timezone
 from annotation.models import Assignment, WorkItem
 from annotation.selectors import pairwise_battles, ranking_judgments
 from annotation.task_types.ranking import shown_order
-from mturk.models import HIT
-from mturk.provider import ANSWERS_FIELD, MTurkProvider, encode_answers
-from projects.releases import make_release
 from projects.services import create_project
 from providers import services
 from providers.models import Publication
+from providers.mturk.models import HIT
+from providers.mturk.provider import ANSWERS_FIELD, MTurkProvider, encode_answers
 from providers.prolific.provider import ProlificProvider, completion_code
+from releases_app.services import make_release
 from tests.annotation.factories import make_review_set, make_round
 
 pytestmark = pytest.mark.django_db

@@ -7,10 +7,10 @@ import pytest
 from django.test import Client
 
 from annotation.models import Assignment, Worker
-from mturk.models import HIT
-from mturk.provider import MTurkProvider
 from providers import services
 from providers.models import Publication
+from providers.mturk.models import HIT
+from providers.mturk.provider import MTurkProvider
 from providers.prolific.provider import ProlificProvider, completion_code
 from providers.worker_access import assignment_for_token, task_token
 

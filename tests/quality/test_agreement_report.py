@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation.core.worker_quality import dawid_skene, leave_one_out_agreement
 from quality.models import RoundQuality, WorkerQuality
 from quality.services import recompute_round_quality
 from quality.tasks import recompute_round_quality_task
+from stats.worker_quality import dawid_skene, leave_one_out_agreement
 from tests.annotation.factories import make_instance, make_outputs, make_review_set, make_round, make_worker
 
 from .rounds import answer_all, side_choice
@@ -69,7 +69,7 @@ def test_paper_levels_through_the_core():
     for pair, n_a in enumerate([5] * 336 + [4] * 200 + [3] * 154):
         rows += [(pair, "a" if worker < n_a else "b", worker) for worker in range(5)]
     frame = pd.DataFrame(rows, columns=["pair", "choice", "worker"])
-    from evaluation.core.pairwise_agreement import majority_vote
+    from stats.pairwise_agreement import majority_vote
 
     levels = majority_vote(frame, pair_column="pair", worker_column="worker").level_counts()
     assert levels.to_dict() == {"5/5": 336, "4/5": 200, "3/5": 154}

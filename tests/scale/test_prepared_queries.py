@@ -1,4 +1,4 @@
-"""Querysets compiled once (``crowdbench.prepared``): the same SQL and the same instances as the ORM's
+"""Querysets compiled once (``djangokit.prepared``): the same SQL and the same instances as the ORM's
 own queryset, for every parameter value; refused when a parameter cannot be bound safely."""
 import threading
 
@@ -15,7 +15,7 @@ from annotation.models import Assignment, WorkItem
 from annotation.services.engine import request_assignment
 from annotation.services.submissions import submit_assignment
 from annotation.services.workers import get_or_create_local_worker
-from crowdbench.prepared import PreparedQuery, PreparedQueryError
+from djangokit.prepared import PreparedQuery, PreparedQueryError
 
 from ..annotation.factories import make_instance, make_outputs, make_round, make_worker_user
 

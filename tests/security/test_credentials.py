@@ -11,9 +11,9 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.test import APIClient
 
-from crowdbench.api.leaderboard import SubmissionTokenAuthentication
-from crowdbench.api.tokens import create_token
-from crowdbench.credentials import CountedTokenAuthentication
+from api.credentials import CountedTokenAuthentication
+from api.leaderboard import SubmissionTokenAuthentication
+from projects.tokens import create_token
 from tests.annotation.factories import make_worker_user
 from tests.cockpit.conftest import make_researcher  # noqa: F401  (fixture)
 

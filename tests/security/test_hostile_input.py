@@ -10,8 +10,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.models import Assignment
-from crowdbench.input_checks import HostileInput, is_blank, json_depth, load_json, parse_json, strict_int, text_problem
 from datasets_app.models import Caption
+from kernel.input_checks import HostileInput, is_blank, json_depth, load_json, parse_json, strict_int, text_problem
 from providers import services as provider_services
 from providers.worker_access import task_token
 from tests.annotation.factories import make_candidate, make_instance, make_review_set, make_round, make_worker_user

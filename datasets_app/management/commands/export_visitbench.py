@@ -2,9 +2,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from crowdbench.errors import ServiceError
 from datasets_app.services import export_visitbench
 from datasets_app.visitbench_csv import MULTI_IMAGE, SINGLE_IMAGE
+from kernel.errors import ServiceError
 from projects.selectors import get_project
 
 

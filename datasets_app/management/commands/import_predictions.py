@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from crowdbench.errors import ServiceError
 from datasets_app.model_outputs import import_predictions
 from datasets_app.models import Instance
 from datasets_app.visitbench_csv import VisitBenchFormatError
+from kernel.errors import ServiceError
 from projects.selectors import get_project
 
 

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from crowdbench.errors import ServiceError
 from datasets_app.review_sets_io import ReviewSetFormatError
 from datasets_app.services import import_review_sets_file
+from kernel.errors import ServiceError
 from projects.selectors import get_project
 
 

@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from crowdbench.errors import ServiceError
 from datasets_app.licenses import UnknownLicense, normalise_license
 from datasets_app.services import import_visitbench_file
 from datasets_app.visitbench_csv import VisitBenchFormatError
+from kernel.errors import ServiceError
 from projects.selectors import get_project
 
 

@@ -2,9 +2,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from crowdbench.errors import ServiceError
 from datasets_app.models import Source
 from datasets_app.selectors import yield_report
+from kernel.errors import ServiceError
 from projects.selectors import get_project
 
 SPLIT_LABELS = {"single_image": "single-image", "multi_image": "multi-image", "all": "all"}

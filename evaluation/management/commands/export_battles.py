@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from crowdbench.errors import ServiceError
 from evaluation.battle_export import EXPORT_SOURCES, export_battles
+from kernel.errors import ServiceError
 from projects.selectors import get_project
 
 

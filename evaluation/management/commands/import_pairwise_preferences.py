@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from crowdbench.errors import ServiceError
 from evaluation.preference_import import PreferenceFileError, import_pairwise_preferences
+from kernel.errors import ServiceError
 from projects.selectors import get_project
 
 

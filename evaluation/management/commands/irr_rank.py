@@ -7,12 +7,12 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from crowdbench.csv_cells import frame_to_csv
 from datasets_app.models import Language
 from evaluation.rankers.registry import RANKERS, make_ranker, ranker_class
 from evaluation.rankers.uploaded import UploadedScoresError
 from evaluation.selectors import review_items
 from evaluation.services import ScoreStoreError, rank_and_store
+from kernel.csv_cells import frame_to_csv
 from llm.cli import not_configured, parse_budget
 from llm.config import LLMConfig, LLMNotConfigured
 from llm.params import LLMRunParams

@@ -1,7 +1,7 @@
 """``manage.py irr_report``: IRR agreement filtering, threshold sweep and model correlation.
 
 Thin on purpose: read the CSV files (or, with ``--from-db``, the crowd's rankings and the stored model
-scores), call ``evaluation.core.irr.irr_report``, write the results.
+scores), call ``stats.irr.irr_report``, write the results.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from crowdbench.csv_cells import frame_to_csv
-from evaluation.core import irr
+from kernel.csv_cells import frame_to_csv
+from stats import irr
 
 
 def format_frame(frame: pd.DataFrame) -> str:
@@ -106,7 +106,7 @@ class Command(BaseCommand):
     def database_inputs(round_id: int | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
         """Crowd rankings (with prompt ranks) and the stored model scores of the ranked review sets."""
         from annotation.models import CollectionRound
-        from crowdbench.errors import ServiceError
+        from kernel.errors import ServiceError
         from evaluation.selectors import irr_database_inputs
 
         round = None

@@ -8,11 +8,11 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from crowdbench.errors import ServiceError
-from evaluation.core.metric_agreement import INTERVAL_METHODS, plot_metric_agreement
 from evaluation.metrics.agreement import AgreementReport, metric_agreement
 from evaluation.metrics.judge_file import InvalidJudgeFile, read_judge_file
 from evaluation.metrics.registry import METRICS
+from kernel.errors import ServiceError
+from stats.metric_agreement import INTERVAL_METHODS, plot_metric_agreement
 
 
 def format_table(report: AgreementReport) -> str:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from crowdbench.input_checks import HostileInput, parse_json
-from evaluation.core.ratings import InvalidBattlesError, RatingsResult, compute_ratings, encode_battles, plot_ratings
 from evaluation.selectors import BATTLE_SOURCES, HUMAN_ORIGINS
+from kernel.input_checks import HostileInput, parse_json
+from stats.ratings import InvalidBattlesError, RatingsResult, compute_ratings, encode_battles, plot_ratings
 
 JSON_LINES_SUFFIXES = (".jsonl", ".json")
 
@@ -199,7 +199,7 @@ class Command(BaseCommand):
     def _database_ratings(options, anchor) -> RatingsResult:
         from annotation.models import CollectionRound
         from annotation.task_types import task_type_keys_yielding
-        from crowdbench.errors import ServiceError
+        from kernel.errors import ServiceError
         from evaluation.selectors import database_ratings
 
         round = None

@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from crowdbench.errors import ServiceError
+from kernel.errors import ServiceError
 from projects.services import create_project
 
 

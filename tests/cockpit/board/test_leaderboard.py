@@ -3,10 +3,10 @@ already there and the reference, puts the new model in the judge ratings."""
 import pytest
 from django.urls import reverse
 
-from evaluation.core.ratings import compute_ratings
 from evaluation.judge.services import REFERENCE
 from evaluation.models import JudgedBattle
 from evaluation.selectors import battles
+from stats.ratings import compute_ratings
 from stepruns.models import StepRun
 
 from ..conftest import PASSWORD

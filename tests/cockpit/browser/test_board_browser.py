@@ -5,9 +5,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from evaluation.core.ratings import compute_ratings
 from evaluation.judge.services import REFERENCE
 from evaluation.selectors import battles
+from stats.ratings import compute_ratings
 from stepruns.models import StepRun
 
 from ..board.conftest import fake_server, judged_instance, llm_settings  # noqa: F401  (fixtures)

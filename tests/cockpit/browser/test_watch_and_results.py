@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from evaluation.core.ratings import compute_ratings
 from evaluation.selectors import human_battles
+from stats.ratings import compute_ratings
 from tests.annotation.browser.conftest import images_loaded
 
 from .conftest import log_in_researcher as log_in

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from annotation.models import Assignment, CollectionRound
-from evaluation.core.ratings import compute_ratings
 from evaluation.selectors import human_battles
 from projects.models import Project
+from stats.ratings import compute_ratings
 from tests.annotation.factories import make_project_outputs, make_worker_user
 
 from ..conftest import PASSWORD

@@ -7,10 +7,10 @@ from django.urls import reverse
 
 from annotation.models import Assignment
 from annotation.services.engine import request_assignment
-from mturk.provider import MTurkProvider
 from projects.services import create_project
 from providers import services
 from providers.models import Publication
+from providers.mturk.provider import MTurkProvider
 from providers.prolific.provider import ProlificProvider
 from tests.providers.conftest import pairwise_round
 from tests.providers.test_mturk import work

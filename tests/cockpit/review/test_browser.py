@@ -6,8 +6,8 @@ import pytest
 
 from annotation.models import Assignment
 from datasets_app.models import ModelOutput
-from mturk.provider import MTurkProvider
 from providers import services
+from providers.mturk.provider import MTurkProvider
 from tests.annotation.browser.conftest import images_loaded
 from tests.annotation.factories import make_instance, make_outputs, make_round
 from tests.providers.test_mturk import work

@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from annotation.models import Assignment, WorkItem
 from annotation.selectors import pairwise_battles
-from mturk.models import HIT
-from mturk.provider import MTurkProvider
 from providers import services
 from providers.models import Publication
+from providers.mturk.models import HIT
+from providers.mturk.provider import MTurkProvider
 from providers.prolific.provider import ProlificProvider
 from tests.annotation.browser.conftest import browser  # noqa: F401,F811  (fixture)
 

@@ -11,9 +11,9 @@ from urllib.parse import parse_qs, quote
 import pytest
 
 from annotation.models import Assignment
-from mturk.models import HIT
-from mturk.provider import MTurkProvider
 from providers import services
+from providers.mturk.models import HIT
+from providers.mturk.provider import MTurkProvider
 from tests.annotation.browser.conftest import browser  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -1,0 +1,70 @@
+"""A declared transition (``kernel.state_machine``) written to the database.
+
+``move`` is one conditional UPDATE: ``... SET status = target WHERE pk = ... AND status IN (sources)``.
+Of two writers that read the same status, only one finds the row still in a source status; the other
+is refused and changes nothing. The owner of a field calls these; nothing else writes it.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from django.db.models import F, Model, Q, QuerySet
+from django.utils import timezone
+from kernel.state_machine import StateMachine
+
+M = TypeVar("M", bound=Model)
+
+
+def _values(model: type[Model], steps: Mapping[StateMachine, str], fields: dict[str, Any]) -> tuple[dict, Q]:
+    """What the UPDATE sets and the condition on the statuses it starts from."""
+    values, condition = dict(fields), Q()
+    for machine, event in steps.items():
+        transition = machine.transition(event)
+        condition &= Q(**{f"{machine.field}__in": sorted(transition.sources)})
+        # An event that keeps the status still writes it (to itself): the UPDATE then counts the row.
+        values[machine.field] = transition.target if transition.target is not None else F(machine.field)
+    # An UPDATE skips ``auto_now``: stamped here as ``save`` would.
+    for field in model._meta.concrete_fields:
+        if getattr(field, "auto_now", False) and field.name not in values:
+            values[field.name] = timezone.now()
+    return values, condition
+
+
+def move(instance: M, machine: StateMachine, event: str, *, also: Mapping[StateMachine, str] | None = None,
+         where: Q | None = None, **fields: Any) -> M:
+    """Make ``event`` on the stored row of ``instance`` in one conditional UPDATE that also sets
+    ``fields``; ``also`` adds transitions of other status fields of the same row (all or none), and
+    ``where`` further conditions. Refused (the machine's error, nothing written) when the row is not
+    in a source status. ``instance`` then holds the values written (expressions are read back)."""
+    steps = {machine: event, **(also or {})}
+    model = type(instance)
+    values, condition = _values(model, steps, fields)
+    rows = model._base_manager.filter(condition, pk=instance.pk)
+    if where is not None:
+        rows = rows.filter(where)
+    if not rows.update(**values):
+        stored = model._base_manager.filter(pk=instance.pk).values(*(m.field for m in steps)).first()
+        for step_machine, step_event in steps.items():
+            current = None if stored is None else stored[step_machine.field]
+            if stored is None or current not in step_machine.transitions[step_event].sources:
+                raise step_machine.refusal(current, step_event, subject=instance.pk)
+        raise machine.refusal(stored[machine.field], event, subject=instance.pk)  # ``where`` did not hold
+    expressions = []
+    for name, value in values.items():
+        if isinstance(value, F) and value.name == name:
+            continue  # unchanged
+        if hasattr(value, "resolve_expression"):
+            expressions.append(name)
+        else:
+            setattr(instance, name, value)
+    if expressions:
+        instance.refresh_from_db(fields=expressions)
+    return instance
+
+
+def move_all(rows: QuerySet, machine: StateMachine, event: str, **fields: Any) -> int:
+    """Make ``event`` on every row of ``rows`` that may make it (one UPDATE; the others are left as
+    they are); how many rows moved."""
+    values, condition = _values(rows.model, {machine: event}, fields)
+    return rows.filter(condition).update(**values)

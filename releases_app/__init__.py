@@ -1,0 +1,1 @@
+"""Releases: a project's data frozen into versioned, checksummed files (docs/releases.md)."""
