@@ -1,4 +1,6 @@
 """Researcher admin for rounds, items, assignments and workers; the actions call the services.
+The review of assignments (approve, reject) acts at their provider too: the crowd layer adds those
+actions (``providers/admin.py``).
 
 Items are checked by their round's task type through ``WorkItem.clean``: a target that does not
 fit the round is a form error on that field, never a saved item."""
@@ -6,8 +8,6 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
-from django.template.response import TemplateResponse
 
 from . import consent
 from .errors import CrowdWorkError
@@ -98,50 +98,10 @@ class AssignmentAdmin(admin.ModelAdmin):
     search_fields = ["worker__external_id", "provider_assignment_id", "provider_task_id"]
     raw_id_fields = ["round", "item", "worker"]
     readonly_fields = [field.name for field in Assignment._meta.fields if field.name not in {"review_feedback"}]
-    actions = ["approve", "reject"]
 
     def has_add_permission(self, request):
         # Assignments come from the engine only.
         return False
-
-    @admin.action(description="Approve the selected submissions (at their provider too)")
-    def approve(self, request, queryset):
-        return _review(self, request, queryset, decision="approve", feedback_required=False)
-
-    @admin.action(description="Reject the selected submissions (at their provider too)")
-    def reject(self, request, queryset):
-        return _review(self, request, queryset, decision="reject", feedback_required=True)
-
-
-class ReviewFeedbackForm(forms.Form):
-    # MTurk's RequesterFeedback holds at most 1,024 characters; Prolific wants 100+ for a rejection.
-    feedback = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "cols": 80}), max_length=1024)
-
-
-def _review(modeladmin, request, queryset, *, decision: str, feedback_required: bool):
-    """Ask for the feedback to the workers on an intermediate page, then take the one review path."""
-    from providers.review import review_submissions  # the review path acts at the providers
-
-    form = ReviewFeedbackForm(request.POST if "apply" in request.POST else None)
-    form.fields["feedback"].required = feedback_required
-    if form.is_bound and form.is_valid():
-        report = review_submissions(assignments=queryset.order_by("pk"), decision=decision,
-                                    feedback=form.cleaned_data["feedback"])
-        for assignment, message in report.failed:
-            modeladmin.message_user(request, f"assignment {assignment.pk}: {message}", level=messages.ERROR)
-        if report.done:
-            verb = "Approved" if decision == "approve" else "Rejected"
-            modeladmin.message_user(request, f"{verb} {len(report.done)}.", level=messages.SUCCESS)
-        if report.already:
-            modeladmin.message_user(request, f"{len(report.already)} already had this decision.",
-                                    level=messages.INFO)
-        return None
-    return TemplateResponse(request, "providers/review_feedback.html", {
-        **modeladmin.admin_site.each_context(request),
-        "title": f"{decision.capitalize()} {queryset.count()} submission(s)",
-        "opts": modeladmin.model._meta, "form": form, "decision": decision, "queryset": queryset,
-        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-    })
 
 
 @admin.register(Worker)

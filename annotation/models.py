@@ -23,6 +23,8 @@ from kernel.state_machine import StateMachine, Transition
 
 from .errors import InvalidTransition
 
+from . import hooks
+
 
 def validate_language_codes(value: object) -> None:
     if not isinstance(value, list) or not all(code in Language.values for code in value):
@@ -32,11 +34,8 @@ def validate_language_codes(value: object) -> None:
 
 
 def known_provider_names() -> list[str]:
-    """Names of the registered crowd providers (``providers.registry``; read lazily, it builds on
-    this app)."""
-    from providers.registry import PROVIDERS
-
-    return sorted(PROVIDERS)
+    """Names of the registered crowd providers, as the crowd layer tells them (``annotation.hooks``)."""
+    return sorted(hooks.provider_names())
 
 
 def validate_provider_name(value: object) -> None:

@@ -7,13 +7,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import pandas as pd
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from djangokit.money import MoneySum, quantize_money
+from projects.selectors import projects_for_user
 
+from . import hooks
 from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
 from .eligibility import (check_worker_may_work, check_worker_meets_rules, failed_checks, judgments_needed,
                           qualifying_result, worker_facts)
@@ -441,18 +443,12 @@ def work_history(*, worker: Worker):
             .order_by("-submitted_at", "-pk"))
 
 
-def _paid_bonuses(assignments):
-    from providers.models import BonusPayment  # bonuses are paid by the provider layer
-
-    return BonusPayment.objects.filter(assignment__in=assignments, status=BonusPayment.Status.PAID)
-
-
 def work_records(assignments, *, seen_before=None) -> list[WorkRecord]:
     """One page of ``work_history`` as records: review, feedback and what each task earned; feedback
     given after ``seen_before`` (the worker's last look, None for never) is new."""
     assignments = list(assignments)
     bonuses: dict[int, Decimal] = {}
-    for assignment_id, amount in _paid_bonuses(assignments).values_list("assignment_id", "amount"):
+    for assignment_id, amount in hooks.paid_bonuses(assignments).values_list("assignment_id", "amount"):
         bonuses[assignment_id] = bonuses.get(assignment_id, Decimal("0")) + amount
     records = []
     for assignment in assignments:
@@ -480,7 +476,7 @@ def earnings(*, worker: Worker) -> list[dict]:
         item = entry(row["round__currency"])
         item["approved_tasks"] += row["n"]
         item["rewards"] += row["rewards"]
-    for row in (_paid_bonuses(Assignment.objects.filter(worker=worker)).values("currency")
+    for row in (hooks.paid_bonuses(Assignment.objects.filter(worker=worker)).values("currency")
                 .annotate(total=MoneySum("amount"))):
         entry(row["currency"])["bonuses"] += row["total"]
     return [{**item, "total": item["rewards"] + item["bonuses"]} for _, item in sorted(totals.items())]
@@ -493,3 +489,15 @@ def new_feedback_count(*, worker: Worker) -> int:
     if worker.work_history_seen_at is not None:
         reviewed = reviewed.filter(reviewed_at__gt=worker.work_history_seen_at)
     return reviewed.count()
+
+
+def rounds_for_user(user):
+    return CollectionRound.objects.filter(project__in=projects_for_user(user))
+
+
+def work_items_for_user(user) -> QuerySet[WorkItem]:
+    return WorkItem.objects.filter(round__project__in=projects_for_user(user))
+
+
+def assignments_for_user(user) -> QuerySet[Assignment]:
+    return Assignment.objects.filter(round__project__in=projects_for_user(user))

@@ -12,14 +12,14 @@ from rest_framework.response import Response
 from datasets_app.licenses import normalise_license
 from datasets_app.uploads import import_predictions_upload
 from datasets_app.models import Image, Instance, InstructionFamily, Language, ModelOutput, Review, ReviewSet
-from projects.permissions import IsResearcher
-from projects.selectors import (
+from datasets_app.selectors import (
     families_for_user,
     images_for_user,
     instances_for_user,
     model_outputs_for_user,
     review_sets_for_user,
 )
+from projects.permissions import IsResearcher
 
 from .access import MAX_ID, ProjectSlugField, ResearcherAPIMixin, owned_project
 

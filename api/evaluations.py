@@ -10,8 +10,9 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from annotation.selectors import rounds_for_user
 from evaluation.selectors import BATTLE_SOURCES, database_ratings, irr_database_report
-from projects.selectors import get_project_for_user, rounds_for_user
+from projects.selectors import get_project_for_user
 from stats import irr
 
 from .access import MAX_ID, ProjectSlugField, ResearcherAPIMixin

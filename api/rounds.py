@@ -13,12 +13,11 @@ from rest_framework.response import Response
 
 from annotation import round_builder
 from annotation.models import Assignment, CollectionRound, WorkItem
-from annotation.selectors import round_progress
+from annotation.selectors import assignments_for_user, round_progress, rounds_for_user, work_items_for_user
 from annotation.services import rounds as crowd_rounds
 from annotation.services.rounds import close_round, create_round, open_round
 from annotation.task_types.base import TARGET_FIELDS
 from projects.permissions import require_owner
-from projects.selectors import assignments_for_user, rounds_for_user, work_items_for_user
 from providers.registry import PROVIDERS
 from providers.review import DECISIONS, review_submissions
 from providers.services import publish_round

@@ -9,11 +9,10 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Q
 
 from annotation.models import Assignment, CollectionRound, Worker
-from annotation.selectors import submission_review
+from annotation.selectors import assignments_for_user, rounds_for_user, submission_review
 from annotation.task_types.base import ListField, StrictIntegerField, TextField
 from kernel.errors import ServiceError
 from projects.models import Project
-from projects.selectors import assignments_for_user, rounds_for_user
 from providers.registry import provider_class
 from providers.review import APPROVE, REJECT, ReviewReport, review_submissions
 from quality.selectors import worker_label

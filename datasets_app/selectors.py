@@ -1,9 +1,11 @@
-"""Reads over the benchmark data."""
+"""Reads over the benchmark data, and its rows that a user may see (the projects they belong to)."""
 from __future__ import annotations
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 
-from .models import Verification
+from projects.selectors import projects_for_user
+
+from .models import Image, Instance, InstructionFamily, ModelOutput, ReviewSet, Verification
 
 YIELD_SPLITS = {
     "single_image": Q(candidate__instance__family__is_multi_image=False),
@@ -49,3 +51,29 @@ def yield_report(*, source: str | None = None, project=None) -> dict:
             "harmful_pct": _percent(counts["harmful"], total),
         }
     return {"splits": splits}
+
+
+def families_for_user(user):
+    return InstructionFamily.objects.filter(project__in=projects_for_user(user))
+
+
+def instances_for_user(user):
+    return Instance.objects.filter(family__project__in=projects_for_user(user))
+
+
+def model_outputs_for_user(user):
+    return ModelOutput.objects.filter(instance__family__project__in=projects_for_user(user))
+
+
+def review_sets_for_user(user):
+    return ReviewSet.objects.filter(project__in=projects_for_user(user))
+
+
+def images_of_projects(projects) -> QuerySet[Image]:
+    """Images of ``projects`` (each image belongs to one project, like the instances, seed examples
+    and review sets that show it)."""
+    return Image.objects.filter(project__in=projects)
+
+
+def images_for_user(user) -> QuerySet[Image]:
+    return images_of_projects(projects_for_user(user))

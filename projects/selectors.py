@@ -1,17 +1,16 @@
 """Reads scoped to the projects a user belongs to.
 
 A researcher sees only the projects they are a member of (superusers see all); workers, who are
-members of none, see nothing. Every researcher-facing read goes through ``projects_for_user``.
+members of none, see nothing. Every researcher-facing read goes through ``projects_for_user``;
+each app scopes its own rows with it (``datasets_app.selectors``, ``annotation.selectors``).
 """
 from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from annotation.models import Assignment, CollectionRound, WorkItem
-from datasets_app.models import Image, Instance, InstructionFamily, ModelOutput, ReviewSet
-
 from .errors import ProjectNotFound
 from .models import Membership, Project, Release
+from .scoping import PROJECT_PATHS
 
 
 def projects_for_user(user) -> QuerySet[Project]:
@@ -46,59 +45,18 @@ def role_of(*, user, project: Project) -> str | None:
     return Membership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
 
 
-def families_for_user(user):
-    return InstructionFamily.objects.filter(project__in=projects_for_user(user))
-
-
-def instances_for_user(user):
-    return Instance.objects.filter(family__project__in=projects_for_user(user))
-
-
-def model_outputs_for_user(user):
-    return ModelOutput.objects.filter(instance__family__project__in=projects_for_user(user))
-
-
-def review_sets_for_user(user):
-    return ReviewSet.objects.filter(project__in=projects_for_user(user))
-
-
-def rounds_for_user(user):
-    return CollectionRound.objects.filter(project__in=projects_for_user(user))
-
-
-def images_of_projects(projects) -> QuerySet[Image]:
-    """Images of ``projects`` (each image belongs to one project, like the instances, seed examples
-    and review sets that show it)."""
-    return Image.objects.filter(project__in=projects)
-
-
-def images_for_user(user) -> QuerySet[Image]:
-    return images_of_projects(projects_for_user(user))
-
-
-def work_items_for_user(user) -> QuerySet[WorkItem]:
-    return WorkItem.objects.filter(round__project__in=projects_for_user(user))
-
-
-def assignments_for_user(user) -> QuerySet[Assignment]:
-    return Assignment.objects.filter(round__project__in=projects_for_user(user))
-
-
 def releases_for_user(user) -> QuerySet[Release]:
     return Release.objects.filter(project__in=projects_for_user(user))
 
 
 def project_of(obj) -> Project | None:
-    """The project that owns a family, image, instance, model output, review set, round, work item,
-    assignment or release."""
+    """The project that owns a row of the researchers' data (a family, image, instance, model output,
+    review set, round, work item, assignment, release...), by its model's path in ``PROJECT_PATHS``."""
     if isinstance(obj, Project):
         return obj
-    if isinstance(obj, (InstructionFamily, ReviewSet, Image, CollectionRound, Release)):
-        return obj.project
-    if isinstance(obj, Instance):
-        return obj.family.project
-    if isinstance(obj, ModelOutput):
-        return obj.instance.family.project
-    if isinstance(obj, (WorkItem, Assignment)):
-        return obj.round.project
-    raise TypeError(f"{type(obj).__name__} has no project")
+    path = PROJECT_PATHS.get(getattr(getattr(obj, "_meta", None), "label", None))
+    if path is None:
+        raise TypeError(f"{type(obj).__name__} has no project")
+    for step in path[0].split("__"):
+        obj = getattr(obj, step)
+    return obj

@@ -1,22 +1,19 @@
 """Provider name → implementation: the one place to add a crowd provider.
 
-Everything a provider knows (client, worker pages, script, fake, dry-run workers) lives in its
-package; nothing outside it switches on its name. Adding one is a package plus one line here; each
-class is registered under its ``name``.
+Everything a provider knows (client, worker pages, script, dry-run workers) lives in its package;
+nothing outside it switches on its name. Adding one is a package plus one line here: its name and
+the dotted path of its class, imported on first use.
 """
 from __future__ import annotations
 
 from kernel.registry import Registry
-from providers.mturk.provider import MTurkProvider
 
 from .base import CrowdProvider
-from .local import LocalProvider
-from .prolific.provider import ProlificProvider
 
 PROVIDERS: Registry[type[CrowdProvider]] = Registry("crowd provider")
-PROVIDERS.register(LocalProvider)
-PROVIDERS.register(MTurkProvider)
-PROVIDERS.register(ProlificProvider)
+PROVIDERS.register("providers.local.LocalProvider", name="local")
+PROVIDERS.register("providers.mturk.provider.MTurkProvider", name="mturk")
+PROVIDERS.register("providers.prolific.provider.ProlificProvider", name="prolific")
 
 
 def worker_url_namespace(name: str) -> str:

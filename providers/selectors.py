@@ -1,4 +1,5 @@
-"""Reads of crowd-provider money: what a round paid per hour against its target, and its spend."""
+"""Reads of crowd-provider money: what a round paid per hour against its target, its spend, and the
+bonuses paid for a worker's tasks."""
 from __future__ import annotations
 
 from decimal import Decimal
@@ -9,6 +10,11 @@ from djangokit.money import MoneySum
 from .base import money
 from .models import BonusPayment
 from .services import committed_spend, median_task_seconds, top_up_per_task
+
+
+def paid_bonuses(assignments):
+    """The bonuses paid for these assignments (the worker's "My work" page reads them)."""
+    return BonusPayment.objects.filter(assignment__in=assignments, status=BonusPayment.Status.PAID)
 
 
 def pay_summary(*, round: CollectionRound) -> dict:

@@ -4,7 +4,9 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
+from annotation import selectors as work
 from annotation.services.rounds import create_round
+from datasets_app import selectors as data
 from projects import selectors
 from projects.errors import ProjectConflict, ProjectError, ProjectNotFound, ProjectPermissionDenied
 from projects.models import Membership, Project
@@ -33,13 +35,13 @@ def test_members_see_only_their_projects_and_workers_see_none():
     owned_data(theirs)
 
     assert list(selectors.projects_for_user(alice)) == [mine]
-    assert list(selectors.families_for_user(alice)) == [family]
-    assert list(selectors.instances_for_user(alice)) == [instance]
-    assert set(selectors.model_outputs_for_user(alice)) == set(outputs)
-    assert list(selectors.review_sets_for_user(alice)) == [review_set]
-    assert list(selectors.rounds_for_user(alice)) == [round_]
-    for reader in (selectors.projects_for_user, selectors.families_for_user, selectors.instances_for_user,
-                   selectors.review_sets_for_user, selectors.rounds_for_user, selectors.releases_for_user):
+    assert list(data.families_for_user(alice)) == [family]
+    assert list(data.instances_for_user(alice)) == [instance]
+    assert set(data.model_outputs_for_user(alice)) == set(outputs)
+    assert list(data.review_sets_for_user(alice)) == [review_set]
+    assert list(work.rounds_for_user(alice)) == [round_]
+    for reader in (selectors.projects_for_user, data.families_for_user, data.instances_for_user,
+                   data.review_sets_for_user, work.rounds_for_user, selectors.releases_for_user):
         assert not reader(worker).exists()
         assert {selectors.project_of(obj) for obj in reader(bob)} <= {theirs}
     with pytest.raises(ProjectNotFound):
