@@ -74,6 +74,7 @@ TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 NO_TESTS_OK = $(if $(PYTEST_ARGS),|| [ $$? -eq 5 ],)
 
 test: install-dev browser-packages
+	$(BIN)/lint-imports --no-logo  # the layers (.importlinter, docs/architecture.md)
 ifneq ($(findstring postgres,$(DATABASE_URL)),)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 else
