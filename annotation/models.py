@@ -18,7 +18,7 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from datasets_app.models import Language
-from djangokit.money import minor_unit, quantize_money
+from kernel.money import minor_unit, quantize_money
 from kernel.state_machine import StateMachine, Transition
 
 from .errors import InvalidTransition

@@ -12,7 +12,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from djangokit.money import MoneySum, quantize_money
+from djangokit.money import MoneySum
+from kernel.money import quantize_money
 from projects.selectors import projects_for_user
 
 from . import hooks

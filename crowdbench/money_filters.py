@@ -1,7 +1,8 @@
 """The ``money`` template filter, built into every template: ``{{ amount|money:currency }}`` shows an
 amount in the currency's minor unit ("9.60" USD, "90" JPY); nothing for None."""
 from django import template
-from djangokit.money import format_money
+
+from kernel.money import format_money
 
 register = template.Library()
 

@@ -1,3 +1,3 @@
 """Django-free building blocks every layer may use: service errors, the plug-in registry, retries,
-text and CSV checks.
+text and CSV checks, money arithmetic.
 """

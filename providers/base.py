@@ -14,8 +14,8 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
-from djangokit.money import quantize_money
 from kernel.errors import ServiceError
+from kernel.money import quantize_money
 
 if TYPE_CHECKING:
     from annotation.models import Assignment, CollectionRound, Worker

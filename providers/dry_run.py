@@ -20,7 +20,7 @@ from django.db import transaction
 from annotation import consent
 from annotation.models import Assignment, CollectionRound
 from annotation.services.submissions import submit_assignment
-from djangokit.money import format_money
+from kernel.money import format_money
 
 from . import services
 from .base import money

@@ -41,8 +41,8 @@ from datasets_app.models import Image, Instance, InstanceImage, ReviewSet, Sourc
 from datasets_app.selectors import yield_report
 from datasets_app.services import iter_exported_instances
 from datasets_app.visitbench_csv import MULTI_IMAGE, SINGLE_IMAGE, write_visitbench_csv
-from djangokit.money import format_money
 from evaluation.selectors import IRR_RANKING_COLUMNS
+from kernel.money import format_money
 from projects.errors import ReleaseError, ReleaseExists, ReleaseFileChanged, ReleaseFileNotFound
 from projects.models import RELEASE_NAME_VALIDATOR, VERSION_VALIDATOR, Project, Release
 from stats import irr

@@ -11,7 +11,8 @@ from django.apps import apps
 from django.db import models
 from django.template import Context, Template
 
-from djangokit.money import MoneySum, format_money, minor_unit, quantize_money
+from djangokit.money import MoneySum
+from kernel.money import format_money, minor_unit, quantize_money
 
 # Words of the names of fields that hold money, in every app ("reward_per_task", "cost_usd").
 MONEY_WORDS = {"reward", "rewards", "bonus", "bonuses", "cost", "amount", "spent", "price", "fee", "fees", "budget",

@@ -2,7 +2,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from djangokit.money import format_money
+from kernel.money import format_money
 from providers import services
 from providers.registry import PROVIDERS, get_provider
 

@@ -1,7 +1,7 @@
 """Approve a round's submitted work and send its bonuses; --top-up brings pay to the target wage once."""
 from django.core.management.base import BaseCommand, CommandError
 
-from djangokit.money import format_money
+from kernel.money import format_money
 from providers import selectors, services
 from providers.base import ProviderError
 

@@ -3,7 +3,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.errors import CrowdWorkError
-from djangokit.money import format_money
+from kernel.money import format_money
 from providers import services
 from providers.base import ProviderError
 from providers.registry import PROVIDERS
