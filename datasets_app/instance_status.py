@@ -7,7 +7,7 @@ and the import return data and call these; nothing else assigns the field.
 """
 from __future__ import annotations
 
-from crowdbench import transitions
+from djangokit import transitions
 
 from .models import INSTANCE_STATUS, Instance, StatusConflict
 

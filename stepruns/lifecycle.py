@@ -26,7 +26,7 @@ from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from crowdbench import transitions
+from djangokit import transitions
 from llm.models import LLMRun
 from llm.services import create_run
 

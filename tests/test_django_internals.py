@@ -20,7 +20,7 @@ from django.utils import timezone
 from annotation.models import Assignment
 from annotation.services import engine
 from annotation.services.engine import request_assignment
-from crowdbench import prepared
+from djangokit import prepared
 from djangokit.prepared import COMPILER_INTERNALS_DJANGO, PreparedQuery
 
 from .annotation.factories import make_candidate, make_round, make_worker

@@ -20,7 +20,7 @@ from django.utils import timezone
 from annotation.models import (ASSIGNMENT_CONFIRMATION, ASSIGNMENT_REVIEW, ASSIGNMENT_STATUS, ROUND_STATUS, Assignment,
                                CollectionRound)
 from annotation.services.engine import request_assignment
-from crowdbench import transitions
+from djangokit import transitions
 from datasets_app.models import INSTANCE_STATUS, Instance
 from kernel.state_machine import StateMachine, Transition, TransitionRefused
 from llm.models import LLM_CALL_STATUS, LLMCall

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from llm.calls import LLMResult
 from llm.client import completion_request, run_batch
 from llm.params import LLMRunParams
 
