@@ -112,9 +112,26 @@ def csp_violations():
     return CSP_VIOLATIONS
 
 
+# Fixtures whose use makes a test depend on the database's behaviour: statement counts differ
+# between SQLite and PostgreSQL (savepoints, RETURNING, prepared statements).
+STATEMENT_COUNTING_FIXTURES = {"django_assert_num_queries", "django_assert_max_num_queries"}
+
+
 def pytest_collection_modifyitems(config, items):
     """Every test that drives chromium carries the ``browser`` marker, however its module marks it
-    (CI's second, PostgreSQL pass leaves the browser out: pages do not depend on the database)."""
+    (pages do not depend on the database: the PostgreSQL pass leaves them out).
+
+    ``database_sensitive`` (the criteria: README, "make test"): a module that depends on the database's
+    behaviour says so with ``pytestmark``; two kinds of test get it here, so that a new one cannot
+    forget it: a test counting statements, and a test with real transactions (``transaction=True``:
+    threads, Celery workers or other connections commit and read while the test runs, so isolation
+    and locking are the database's), browser tests excepted."""
     for item in items:
-        if {"page", "browser"} & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if {"page", "browser"} & fixtures:
             item.add_marker("browser")
+            continue
+        django_db = item.get_closest_marker("django_db")
+        real_transactions = "transactional_db" in fixtures or bool(django_db and django_db.kwargs.get("transaction"))
+        if real_transactions or STATEMENT_COUNTING_FIXTURES & fixtures:
+            item.add_marker("database_sensitive")
