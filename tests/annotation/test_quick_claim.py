@@ -14,7 +14,8 @@ from annotation.task_types import get_task_type
 
 from .factories import make_candidate, make_round, make_worker
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (the claim's conditional INSERT, raw SQL): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 VERIFY_OK = {"outcome": "correct", "harmful": False, "comment": ""}
 

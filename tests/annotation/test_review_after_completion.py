@@ -14,7 +14,8 @@ from datasets_app.models import AcceptedReference, Instance, Verification
 
 from .factories import make_candidate, make_instance, make_outputs, make_round, make_worker
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (aggregates recomputed in the database): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 
 def submit(round, data):

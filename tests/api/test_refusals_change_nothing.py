@@ -24,7 +24,8 @@ from annotation.models import CollectionRound
 from annotation.services.rounds import add_items, cancel_round, close_round, create_round, open_round
 from tests.providers.conftest import mturk_fake, prolific_fake, provider_settings  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (a refusal rolls back everything it began): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 # The apps holding researcher-owned data and everything the crowd and the providers did with it.
 DATA_APPS = ("annotation", "datasets_app", "providers", "mturk", "projects", "leaderboard", "evaluation",

@@ -33,3 +33,12 @@ def collaborator(make_researcher, project):
     user = make_researcher("grace")
     set_member(project=project, user=user)
     return user
+
+
+@pytest.fixture
+def dry_run_token():
+    """Signs the token a dry run hands to the publish form, as the dry-run view does, without the
+    rehearsal (5-9 s of simulated work). Tests of the rehearsal itself run it through the page."""
+    from cockpit.views.rounds import _dry_run_token
+
+    return _dry_run_token

@@ -7,7 +7,8 @@ from django.core.management import CommandError, call_command
 
 from datasets_app.models import Image, Instance, InstructionFamily
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (an import is atomic: a late bad row rolls back the rows before it): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 
 def rewrite(source, target, *, drop_column=None, edit=None, keep_rows=None):

@@ -11,7 +11,8 @@ from datasets_app.models import ModelOutput, ReviewSet
 
 from .test_bad_files import assert_rejected, rewrite
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (atomic imports; text PostgreSQL refuses (NUL) must never reach it): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 MULTI = "visit_bench_multi_images.csv"
 SINGLE = "visit_fully_annotated_example.csv"
 

@@ -18,7 +18,8 @@ from datasets_app.services import ImageValidationError, store_image
 from demo.data import create_demo_data
 from projects.services import unassigned_project
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (constraints (IntegrityError) and atomic imports): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 
 @pytest.fixture(autouse=True)

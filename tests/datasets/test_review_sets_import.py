@@ -7,7 +7,8 @@ from PIL import Image as PILImage
 
 from datasets_app.models import Image, Review, ReviewSet
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (atomic imports): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 EN = ["An objective, reasonable review.", "A subjective but reasonable one.", "Objective but wrong.",
       "Subjective and unreasonable.", "Subjective with an error."]

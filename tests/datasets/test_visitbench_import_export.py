@@ -18,7 +18,8 @@ from datasets_app.models import (
 )
 from datasets_app.visitbench_csv import MULTI_IMAGE_COLUMNS, SINGLE_IMAGE_COLUMNS
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (atomic, idempotent imports and ordered exports): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 MULTI = "visit_bench_multi_images.csv"
 SINGLE = "visit_fully_annotated_example.csv"

@@ -25,7 +25,8 @@ from projects.services import create_project
 from stats.ratings import compute_ratings
 from tests.annotation.factories import make_family, make_instance, make_outputs, make_reference, make_round, make_worker
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (aggregation of battles into ratings): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 MODELS = ("llava", "blip2")
 REFERENCE_NAME = "human-verified reference"

@@ -24,7 +24,8 @@ from tests.cockpit.board.conftest import MODEL, judged_instance
 from tests.cockpit.board.test_uploads import predictions_csv
 from tests.cockpit.conftest import PASSWORD
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (the leaderboard's aggregation; refusals write nothing): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 LONG = lambda n: f"A long and careful answer number {n} " * 5  # noqa: E731 - the fake judge prefers longer texts
 

@@ -10,7 +10,8 @@ from llm.calls import RenderedPrompt
 from llm.models import PromptTemplate, TemplateRenderError
 from llm.services import create_template_version, ensure_template, render_template
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (a unique constraint (IntegrityError)): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 
 def test_versions_count_up_per_name():

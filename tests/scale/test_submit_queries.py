@@ -12,7 +12,8 @@ from annotation.models import Assignment
 from ..annotation.factories import make_instance, make_outputs, make_round, make_worker_user
 
 # transaction=True: the services' outer transactions are real ones, as in production, not savepoints.
-pytestmark = pytest.mark.django_db(transaction=True)
+# Database behaviour (statement counts): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database_sensitive]
 
 # The target: user and worker record (2: one per request), round with the worker's facts, item claim,
 # conditional insert, the instance's images; the locked assignment, its update, the locked item and

@@ -16,7 +16,8 @@ from providers import services as provider_services
 from providers.worker_access import task_token
 from tests.annotation.factories import make_candidate, make_instance, make_review_set, make_round, make_worker_user
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (text PostgreSQL refuses (NUL) must never reach it; refusals write nothing): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 DEEP = "[" * 100_000 + "]" * 100_000
 HOSTILE_TEXTS = {

@@ -1,6 +1,4 @@
 """A step run started from the board executes in a real Celery worker consuming from Redis."""
-import time
-
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.urls import reverse
@@ -8,7 +6,7 @@ from django.urls import reverse
 from crowdbench.celery import app
 from datasets_app.models import Instance, ReferenceCandidate
 from stepruns.models import StepRun
-from tests.pipeline.test_celery_worker import redis_broker  # noqa: F401  (fixture)
+from tests.pipeline.test_celery_worker import redis_broker, task_finished  # noqa: F401  (fixture)
 
 from ..conftest import PASSWORD
 from .conftest import MODEL, project_instance
@@ -29,12 +27,11 @@ def test_a_board_run_is_queued_then_run_by_the_worker(client, researcher, projec
     page = client.get(response.url).content.decode()
     assert 'data-active="1"' in page and "queued" in page and not ReferenceCandidate.objects.exists()
 
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=10,
-                      loglevel="WARNING"):
-        deadline = time.monotonic() + 120  # a bound on waiting, not a speed check
-        while run.is_active and time.monotonic() < deadline:
-            time.sleep(0.1)
-            run.refresh_from_db()
+    with task_finished("stepruns.execute_run") as finished, \
+            start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=10,
+                         loglevel="WARNING"):
+        finished.wait(120)  # a bound on waiting, not a speed check
+    run.refresh_from_db()
     assert run.status == StepRun.Status.SUCCEEDED, run.summary
     assert (run.done, run.total) == (2, 2) and run.cost_usd > 0
     assert sorted(ReferenceCandidate.objects.values_list("instance_id", flat=True)) == [i.pk for i in instances]

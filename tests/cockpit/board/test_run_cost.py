@@ -20,7 +20,8 @@ from stepruns.services import execute_run
 
 from .conftest import MODEL, project_instance
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (a run's spending summed in a subquery): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 
 
 class WorkerLost(BaseException):

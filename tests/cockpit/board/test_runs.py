@@ -20,7 +20,8 @@ from stepruns.services import execute_run, resume_stale_runs, start_run
 from ..conftest import PASSWORD
 from .conftest import MODEL, PRICES, project_instance
 
-pytestmark = pytest.mark.django_db
+# Database behaviour (step runs' conditional UPDATEs and the stale-run sweep): also run on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_sensitive]
 S = Instance.Status
 
 

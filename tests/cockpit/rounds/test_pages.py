@@ -305,8 +305,8 @@ def dry_run(client, round, provider):
     return page, token
 
 
-def publish_from_page(client, round, provider):
-    _page, token = dry_run(client, round, provider)
+def publish_from_page(client, round, provider, token):
+    """Confirm the publication as the page's form does, with the token of a dry run of the round."""
     response = client.post(round_url(round, "cockpit:round-publish"),
                            {"provider": provider, "expected_seconds": "60", "dry_run": token, "confirm": "on"})
     assert response.status_code == 302
@@ -344,13 +344,13 @@ def test_dry_run_then_confirmed_publish_reaches_the_provider_fake(client, resear
         assert prolific_fake.calls("POST /api/v1/studies/")[0].params["body"]["total_available_places"] == 18
 
 
-def test_publish_needs_a_dry_run_of_the_round_as_it_is(client, researcher, project, mturk_fake):
+def test_publish_needs_a_dry_run_of_the_round_as_it_is(client, researcher, project, mturk_fake, dry_run_token):
     round = draft_round(project)
     client.force_login(researcher)
     forged = client.post(round_url(round, "cockpit:round-publish"),
                          {"provider": "mturk", "expected_seconds": "60", "dry_run": "made-up", "confirm": "on"})
     assert forged.status_code == 400 and "dry run first" in forged.content.decode()
-    _page, token = dry_run(client, round, "mturk")
+    token = dry_run_token(round, "mturk")
     other_provider = client.post(round_url(round, "cockpit:round-publish"),
                                  {"provider": "prolific", "expected_seconds": "60", "dry_run": token, "confirm": "on"})
     assert other_provider.status_code == 400 and "changed since the dry run" in other_provider.content.decode()
@@ -370,10 +370,10 @@ def test_over_budget_round_is_stopped_at_the_dry_run(client, researcher, project
     assert not Publication.objects.exists() and mturk_fake.calls() == []
 
 
-def test_extend_and_close_reach_the_mturk_hits(client, researcher, project, mturk_fake):
+def test_extend_and_close_reach_the_mturk_hits(client, researcher, project, mturk_fake, dry_run_token):
     round = draft_round(project, budget_cap=Decimal("100"))
     client.force_login(researcher)
-    publish_from_page(client, round, "mturk")
+    publish_from_page(client, round, "mturk", dry_run_token(round, "mturk"))
     assert client.post(round_url(round, "cockpit:round-extend"), {"time_limit_seconds": "3600"}).status_code == 302
     extended = mturk_fake.calls("UpdateExpirationForHIT")
     assert len(extended) == 9
@@ -385,20 +385,20 @@ def test_extend_and_close_reach_the_mturk_hits(client, researcher, project, mtur
     assert Publication.objects.get().status == Publication.Status.EXPIRED
 
 
-def test_close_stops_the_prolific_study(client, researcher, project, prolific_fake):
+def test_close_stops_the_prolific_study(client, researcher, project, prolific_fake, dry_run_token):
     round = draft_round(project, budget_cap=Decimal("100"))
     client.force_login(researcher)
-    publish_from_page(client, round, "prolific")
+    publish_from_page(client, round, "prolific", dry_run_token(round, "prolific"))
     client.post(round_url(round, "cockpit:round-pause"))
     assert client.post(round_url(round, "cockpit:round-close")).status_code == 302
     actions = [call.params["body"]["action"] for call in prolific_fake.calls("POST /api/v1/studies/{id}/transition/")]
     assert actions[-1] == "STOP"
 
 
-def test_pause_and_resume_reach_the_prolific_study(client, researcher, project, prolific_fake):
+def test_pause_and_resume_reach_the_prolific_study(client, researcher, project, prolific_fake, dry_run_token):
     round = draft_round(project, budget_cap=Decimal("100"))
     client.force_login(researcher)
-    publish_from_page(client, round, "prolific")
+    publish_from_page(client, round, "prolific", dry_run_token(round, "prolific"))
     study_id = Publication.objects.get().external_id
     def study_status():
         return ProlificProvider()._request("GET", f"studies/{study_id}/")["status"]
@@ -413,10 +413,11 @@ def test_pause_and_resume_reach_the_prolific_study(client, researcher, project, 
     assert round.status == "open"
 
 
-def test_pause_expires_the_mturk_hits_and_resume_lists_them_again(client, researcher, project, mturk_fake):
+def test_pause_expires_the_mturk_hits_and_resume_lists_them_again(client, researcher, project, mturk_fake,
+                                                                      dry_run_token):
     round = draft_round(project, budget_cap=Decimal("100"))
     client.force_login(researcher)
-    publish_from_page(client, round, "mturk")
+    publish_from_page(client, round, "mturk", dry_run_token(round, "mturk"))
     now = datetime.now(timezone.utc).timestamp()
     client.post(round_url(round, "cockpit:round-pause"))
     paused = mturk_fake.calls("UpdateExpirationForHIT")
@@ -427,10 +428,10 @@ def test_pause_expires_the_mturk_hits_and_resume_lists_them_again(client, resear
     assert Publication.objects.get().status == Publication.Status.PUBLISHED
 
 
-def test_cancel_stops_the_published_tasks_too(client, researcher, project, mturk_fake):
+def test_cancel_stops_the_published_tasks_too(client, researcher, project, mturk_fake, dry_run_token):
     round = draft_round(project, budget_cap=Decimal("100"))
     client.force_login(researcher)
-    publish_from_page(client, round, "mturk")
+    publish_from_page(client, round, "mturk", dry_run_token(round, "mturk"))
     assert client.post(round_url(round, "cockpit:round-cancel")).status_code == 302
     round.refresh_from_db()
     assert round.status == "cancelled"
