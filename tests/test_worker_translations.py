@@ -33,6 +33,8 @@ WORKER_FACING = [
     "annotation/api.py",
     "annotation/auth.py",
     "annotation/consent.py",
+    "annotation/eligibility.py",
+    "annotation/errors.py",
     "annotation/forms.py",
     "annotation/guardrails.py",
     "annotation/image_reports.py",
@@ -43,8 +45,7 @@ WORKER_FACING = [
     "annotation/services",  # a module or a package
     "annotation/task_types",
     "annotation/views.py",
-    "providers",
-    "mturk",  # its own app or a package of providers (then covered above)
+    "providers",  # MTurk's and Prolific's pages included
     "djangokit/text_input.py",
 ]
 SKIP_DIRS = {"migrations", "management", "__pycache__"}

@@ -11,8 +11,12 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from annotation import round_builder, services
+from annotation import round_builder
 from annotation.models import Assignment, CollectionRound
+from annotation.errors import RoundNotOpen
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import open_round
+from annotation.services.submissions import submit_assignment
 from projects.services import create_project
 
 from .factories import make_project_outputs, make_worker
@@ -35,7 +39,7 @@ def test_concurrent_workers_run_an_adaptive_round_to_its_goal(django_user_model)
         project=project, created_by=owner, source="model_outputs",
         settings={"name": "adaptive", "task_type": "pairwise", "workers_per_item": WORKERS_PER_ITEM},
         params={"sampler": "adaptive", "budget_judgments": BUDGET, "seed": 11})
-    services.open_round(round=round)
+    open_round(round=round)
     workers = [make_worker(f"adaptive-{n}") for n in range(THREADS)]
     start = threading.Barrier(THREADS)
     errors: list[BaseException] = []
@@ -50,7 +54,7 @@ def test_concurrent_workers_run_an_adaptive_round_to_its_goal(django_user_model)
                 current = CollectionRound.objects.get(pk=round.pk)
                 if current.status == CollectionRound.Status.CLOSED:
                     return
-                assignment = services.request_assignment(round=current, worker=worker)
+                assignment = request_assignment(round=current, worker=worker)
                 if assignment is None:  # the next batch is being drawn, or the round completes
                     idle += 1
                     threading.Event().wait(0.02)
@@ -61,11 +65,11 @@ def test_concurrent_workers_run_an_adaptive_round_to_its_goal(django_user_model)
                 winner = "a" if rng.random() < 1 / (1 + 10 ** (gap / 400)) else "b"
                 choice = next(side for side in ("left", "right") if assignment.presentation[side] == winner)
                 try:
-                    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
+                    submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
                     stored.append(assignment.pk)
-                except services.RoundNotOpen:  # stopped while this task was in flight
+                except RoundNotOpen:  # stopped while this task was in flight
                     return
-        except services.RoundNotOpen:
+        except RoundNotOpen:
             return
         except BaseException as error:  # reported below
             errors.append(error)

@@ -9,8 +9,12 @@ import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
-from annotation import round_builder, services
+from annotation import round_builder
 from annotation.models import Assignment, CollectionRound
+from annotation.errors import RoundNotOpen
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import open_round
+from annotation.services.submissions import submit_assignment
 from annotation.samplers.adaptive import advance_round
 from annotation.samplers.base import SamplerError
 from annotation.task_types.sources import BadItemSource
@@ -52,7 +56,7 @@ def adaptive_round(project, *, budget=3000, workers_per_item=1, gold_answers=Non
         project=project, created_by=None, source="model_outputs", gold_answers=gold_answers,
         settings={"name": "adaptive", "task_type": "pairwise", "workers_per_item": workers_per_item},
         params={"sampler": "adaptive", "budget_judgments": budget, "seed": 7, **params})
-    return services.open_round(round=round)
+    return open_round(round=round)
 
 
 def work_until_none(round, workers, answer) -> int:
@@ -62,12 +66,12 @@ def work_until_none(round, workers, answer) -> int:
         progressed = False
         for worker in workers:
             try:
-                assignment = services.request_assignment(round=CollectionRound.objects.get(pk=round.pk), worker=worker)
-            except services.RoundNotOpen:  # stopped by its sampler
+                assignment = request_assignment(round=CollectionRound.objects.get(pk=round.pk), worker=worker)
+            except RoundNotOpen:  # stopped by its sampler
                 return submitted
             if assignment is None:
                 continue
-            services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=answer(worker, assignment))
+            submit_assignment(assignment_id=assignment.pk, worker=worker, data=answer(worker, assignment))
             submitted += 1
             progressed = True
         if not progressed:
@@ -140,8 +144,8 @@ def test_advancing_is_idempotent_and_resumes_from_the_stored_judgments(project):
     worker = make_worker("w")
     answer = bradley_terry_answer(random.Random(3))
     for _ in range(6):  # the first batch, answered
-        assignment = services.request_assignment(round=round, worker=worker)
-        services.submit_assignment(assignment_id=assignment.pk, worker=worker, data=answer(worker, assignment))
+        assignment = request_assignment(round=round, worker=worker)
+        submit_assignment(assignment_id=assignment.pk, worker=worker, data=answer(worker, assignment))
     round.refresh_from_db()
     items = round.items.count()
     assert items > 6 and round.sampler_state["judgments"] == 6

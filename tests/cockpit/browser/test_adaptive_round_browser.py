@@ -5,8 +5,12 @@ from decimal import Decimal
 
 import pytest
 
-from annotation import round_builder, services
+from annotation import round_builder
 from annotation.models import CollectionRound
+from annotation.errors import RoundNotOpen
+from annotation.services.engine import request_assignment
+from annotation.services.rounds import open_round
+from annotation.services.submissions import submit_assignment
 from tests.annotation.factories import make_project_outputs, make_worker
 
 from .conftest import log_in_researcher
@@ -19,8 +23,8 @@ TRUTH = {"alpha": 1500.0, "beta": 1100.0, "gamma": 700.0, "delta": 300.0}
 def answer_one(round, worker, rng) -> bool:
     """One simulated judgment; False when the round hands out nothing (or has stopped)."""
     try:
-        assignment = services.request_assignment(round=CollectionRound.objects.get(pk=round.pk), worker=worker)
-    except services.RoundNotOpen:
+        assignment = request_assignment(round=CollectionRound.objects.get(pk=round.pk), worker=worker)
+    except RoundNotOpen:
         return False
     if assignment is None:
         return False
@@ -28,7 +32,7 @@ def answer_one(round, worker, rng) -> bool:
     p_a = 1 / (1 + 10 ** ((TRUTH[item.side_b_name] - TRUTH[item.side_a_name]) / 400))
     winner = "a" if rng.random() < p_a else "b"
     choice = next(side for side in ("left", "right") if assignment.presentation[side] == winner)
-    services.submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
+    submit_assignment(assignment_id=assignment.pk, worker=worker, data={"choice": choice})
     return True
 
 
@@ -38,7 +42,7 @@ def test_an_adaptive_round_runs_to_its_goal_and_the_watch_page_shows_it_stopping
         project=project, created_by=researcher,
         settings={"name": "Adaptive round", "task_type": "pairwise", "reward_per_task": Decimal("0.10")},
         source="model_outputs", params={"sampler": "adaptive", "budget_judgments": 2000, "seed": 3})
-    services.open_round(round=round)
+    open_round(round=round)
     watch_url = f"/projects/{project.slug}/rounds/{round.pk}/watch/"
     log_in_researcher(page, researcher.username, watch_url)
     assert page.locator("#goal").is_visible()
