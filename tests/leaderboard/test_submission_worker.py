@@ -20,10 +20,10 @@ RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1
 @pytest.fixture(params=["redis", "rabbitmq"])
 def broker(request, settings):
     url = REDIS_URL if request.param == "redis" else RABBITMQ_URL
-    settings.CELERY_BROKER_URL = url
-    settings.CELERY_TASK_ALWAYS_EAGER = False
     # broker_heartbeat=0: the test worker stops at once instead of at the next heartbeat.
     with celery_on_broker(url, result_backend=REDIS_URL, broker_heartbeat=0):
+        settings.CELERY_BROKER_URL = url
+        settings.CELERY_TASK_ALWAYS_EAGER = False
         yield request.param
 
 

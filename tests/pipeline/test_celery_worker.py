@@ -47,7 +47,8 @@ def empty_test_queue(url: str, *, delete: bool = False) -> None:
 @contextmanager
 def celery_on_broker(url: str, *, result_backend: str, **conf):
     """The Celery app sends to, and test workers consume from, this process's queue on ``url``;
-    the app's configuration is restored afterwards."""
+    the app's configuration is restored afterwards. Enter it before changing the CELERY_ Django
+    settings: the app reads its configuration from them, and would save the changed values."""
     changes = dict(broker_url=url, result_backend=result_backend, task_always_eager=False,
                    task_default_queue=TEST_QUEUE, **conf)
     saved = {key: app.conf[key] for key in changes}
@@ -66,9 +67,9 @@ def celery_on_broker(url: str, *, result_backend: str, **conf):
 def redis_broker(settings):
     connection = redis.Redis.from_url(BROKER_URL)
     connection.ping()  # fails (never skips) when Redis is not running
-    settings.CELERY_BROKER_URL = BROKER_URL
-    settings.CELERY_TASK_ALWAYS_EAGER = False
     with celery_on_broker(BROKER_URL, result_backend=BROKER_URL, result_extended=True):
+        settings.CELERY_BROKER_URL = BROKER_URL
+        settings.CELERY_TASK_ALWAYS_EAGER = False
         yield connection
 
 

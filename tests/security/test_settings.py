@@ -12,6 +12,7 @@ import subprocess
 import sys
 from io import StringIO
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -102,7 +103,9 @@ def deploy_check(**env) -> str:
     values = {name: value for name, value in vars(loaded).items()
               if name.isupper() and name not in {"INSTALLED_APPS", "DATABASES"}}
     out = StringIO()
-    with override_settings(**values):
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process (a check refuses it); a deployment never does.
+    with override_settings(**values), mock.patch.dict(os.environ):
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         call_command("check", "--deploy", "--fail-level", "WARNING", stdout=out, stderr=out)
     return out.getvalue()
 
