@@ -502,20 +502,30 @@ def test_ctrl_c_stops_sending_and_keeps_what_finished(make_client, fake_server):
     requests = [chat_request(f"item {i}") for i in range(100)]
     run = create_run(name="interrupted")
     stuck: list[AssertionError] = []
+    # The client takes Ctrl-C only over Python's own handler: another one left behind would make
+    # the signal do something else, and the held requests would wait for ever.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    batch_over = threading.Event()
 
     def ctrl_c_when_four_wait() -> None:
         try:
             held.wait_until(lambda h: h.waiting >= 4, "4 requests in flight after 8 answers")
             os.kill(os.getpid(), signal.SIGINT)
+            if not batch_over.wait(timeout=30):  # a bound on waiting: a failure, never a hang
+                stuck.append(AssertionError("Ctrl-C did not stop the batch within 30 s"))
+                held.let_all_go()
         except AssertionError as error:
             stuck.append(error)
             held.let_all_go()
 
     interrupter = threading.Thread(target=ctrl_c_when_four_wait, daemon=True)
     interrupter.start()
-    with pytest.raises(KeyboardInterrupt):
-        client.run_batch(requests, run=run)
-    interrupter.join()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            client.run_batch(requests, run=run)
+    finally:
+        batch_over.set()
+        interrupter.join()
     assert not stuck, stuck[0]
     assert len(fake_server.completion_requests) == 12  # the 8 answered and the 4 cut off
     assert LLMCall.objects.filter(status="ok").count() == 8
