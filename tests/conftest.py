@@ -1,5 +1,6 @@
 """Shared test fixtures."""
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,18 @@ def shared_cache(settings):
     settings.CACHES = {**settings.CACHES,
                        "sessions": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
                                     "LOCATION": "shared-sessions"}}
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers_kept():
+    """Each test ends with the SIGINT and SIGTERM handlers it began with. A Celery worker started
+    in-process (billiard sets SIGINT to SIG_IGN) would otherwise leave its handlers to every later
+    test of the same process: a Ctrl-C test there would send a signal nothing takes."""
+    saved = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for number, handler in saved.items():
+        if signal.getsignal(number) is not handler:
+            signal.signal(number, handler)
 
 
 @pytest.fixture(autouse=True)
