@@ -502,9 +502,10 @@ def test_ctrl_c_stops_sending_and_keeps_what_finished(make_client, fake_server):
     requests = [chat_request(f"item {i}") for i in range(100)]
     run = create_run(name="interrupted")
     stuck: list[AssertionError] = []
-    # The client takes Ctrl-C only over Python's own handler: another one left behind would make
-    # the signal do something else, and the held requests would wait for ever.
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # The client takes Ctrl-C only over Python's own handler, which a plain Python process has; a
+    # test process may have SIGINT ignored (its parent takes Ctrl-C), so the test sets it (the
+    # autouse ``signal_handlers_kept`` puts the process's own back afterwards).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     batch_over = threading.Event()
 
     def ctrl_c_when_four_wait() -> None:
