@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from decimal import Decimal
 
 import pytest
@@ -52,8 +53,13 @@ class HeldAnswers:
             return max(0, self.arrived - self.allowed)
 
     def wait_until(self, condition, what: str) -> None:
+        # Checked again every 50 ms, not only when an answer is let go: a condition may read state
+        # that changes without a notification (the server's in-flight count drops after the answer).
+        deadline = time.monotonic() + STUCK_SECONDS
         with self._changed:
-            if not self._changed.wait_for(lambda: condition(self), timeout=STUCK_SECONDS):
+            while not condition(self) and time.monotonic() < deadline:
+                self._changed.wait(timeout=0.05)
+            if not condition(self):
                 raise AssertionError(f"stuck waiting for {what} (arrived {self.arrived}, "
                                      f"allowed {self.allowed}, answered {self.answered})")
 
