@@ -297,7 +297,14 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # alive is refused by its heartbeat (below) and asked again later, so a short value costs wasted
 # deliveries, never a second run.
 CELERY_VISIBILITY_TIMEOUT = env_number("CELERY_VISIBILITY_TIMEOUT", "3600", int)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+# A Redis worker looks for such tasks every unacked_restore_interval seconds, but kombu's default
+# throttle acts on every tenth look only (100 s with its 10 s interval): here every look acts, every
+# 10 s or a quarter of the timeout if that is shorter, so a task comes back soon after its timeout.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    "unacked_restore_interval": min(10, max(1, CELERY_VISIBILITY_TIMEOUT // 4)),
+    "unacked_restore_throttle": 1,
+}
 # A background step run's worker stamps it every STEP_RUN_HEARTBEAT_SECONDS; a run unstamped for
 # STEP_RUN_STALE_SECONDS lost its worker and another may take it over (stepruns/lifecycle.py).
 STEP_RUN_HEARTBEAT_SECONDS = env_number("STEP_RUN_HEARTBEAT_SECONDS", "30", float)
