@@ -8,11 +8,14 @@ Only counted work (submitted, not rejected, confirmed by the provider) is timed,
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime
+from datetime import timezone as dt_timezone
 from decimal import Decimal
 
 import pandas as pd
 from django.db.models import Count, Q
+from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from datasets_app.models import Instance, InstructionFamily
@@ -28,10 +31,16 @@ THROUGHPUT_HOURS = 48
 def throughput(assignments) -> list[dict]:
     """Counted submissions per hour (UTC, oldest first) from the first to the last, the last
     ``THROUGHPUT_HOURS`` hours at most; hours without a submission count 0."""
-    times = list(assignments.counted().exclude(submitted_at=None).values_list("submitted_at", flat=True))
-    if not times:
+    # Counted per hour by the database: one row per hour with submissions, not one per submission.
+    counts = (assignments.counted().exclude(submitted_at=None).order_by()
+              .annotate(hour=TruncHour("submitted_at", tzinfo=dt_timezone.utc)).values("hour")
+              .annotate(n=Count("pk")).values_list("hour", "n"))
+    counts = dict(counts)
+    if not counts:
         return []
-    per_hour = pd.Series(1, index=pd.DatetimeIndex(times)).resample("h").sum().tail(THROUGHPUT_HOURS)
+    per_hour = pd.Series(counts, dtype="int64")
+    per_hour.index = pd.DatetimeIndex(list(per_hour.index))
+    per_hour = per_hour.sort_index().resample("h").sum().tail(THROUGHPUT_HOURS)
     return [{"hour": hour.to_pydatetime(), "submissions": int(count)} for hour, count in per_hour.items()]
 
 
@@ -64,9 +73,10 @@ def round_coverage(*, round: CollectionRound, target: int = DEFAULT_COVERAGE_TAR
 
 
 def round_watch(*, round: CollectionRound, coverage_target: int = DEFAULT_COVERAGE_TARGET,
-                with_throughput: bool = True) -> dict:
+                with_throughput: bool = True, agreement: Callable[[CollectionRound], dict | None] | None = None) -> dict:
     """Everything the round watch shows: progress and spend (``round_progress``), assignments in
-    flight, hourly throughput, the type's agreement so far and the coverage against ``coverage_target``."""
+    flight, hourly throughput, the type's agreement so far and the coverage against ``coverage_target``.
+    ``agreement`` reads the agreement so far (the cockpit's stored one); by default the type computes it."""
     progress = round_progress(round=round)
     budget_cap = progress["budget_cap"]
     target_wage = progress["target_hourly_wage"]
@@ -90,7 +100,7 @@ def round_watch(*, round: CollectionRound, coverage_target: int = DEFAULT_COVERA
         "target_hourly_wage": target_wage,
         "wage_meets_target": None if wage is None else wage >= target_wage,
         "throughput": throughput(round.assignments.all()) if with_throughput else None,
-        "agreement": round.task_type_handler.agreement_so_far(round),
+        "agreement": (agreement or round.task_type_handler.agreement_so_far)(round),
         "coverage_target": coverage_target,
         "coverage": round_coverage(round=round, target=coverage_target),
         "goal": goal_progress(round=round),
@@ -121,13 +131,15 @@ def verified_per_family(*, project, target: int = DEFAULT_COVERAGE_TARGET) -> li
     return coverage({name: (done, total) for name, done, total in rows}, target=target)
 
 
-def project_watch(*, project, coverage_target: int = DEFAULT_COVERAGE_TARGET) -> dict:
+def project_watch(*, project, coverage_target: int = DEFAULT_COVERAGE_TARGET,
+                  agreement: Callable[[CollectionRound], dict | None] | None = None) -> dict:
     """The project's open rounds, each as in ``round_watch`` (without its own throughput), their
     totals (spend per currency), the hourly throughput of all of them, its complete rounds (listed
     apart, not in progress), and verified instances per family against ``coverage_target``."""
     rounds = list(CollectionRound.objects.filter(project=project, status=CollectionRound.Status.OPEN)
                   .order_by("-opened_at", "-id"))
-    watches = [round_watch(round=round, coverage_target=coverage_target, with_throughput=False) for round in rounds]
+    watches = [round_watch(round=round, coverage_target=coverage_target, with_throughput=False, agreement=agreement)
+               for round in rounds]
     # Spend in capped rounds is compared with their caps alone: the uncapped rounds' spend beside
     # the sum of caps would read as overspending.
     spend: dict[str, dict] = defaultdict(lambda: {"spent": Decimal("0"), "budget_cap": Decimal("0"), "uncapped": 0,

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from annotation.selectors import rounds_for_user
 from evaluation.selectors import BATTLE_SOURCES, database_ratings, irr_database_report
+from evaluation.stored_results import ResultsComputing, stored_irr, stored_leaderboard
 from projects.selectors import get_project_for_user
 from stats import irr
 
@@ -47,6 +48,27 @@ class RatingsQuerySerializer(EvaluationQuerySerializer):
 
 class IRRQuerySerializer(EvaluationQuerySerializer):
     threshold = serializers.FloatField(default=irr.DEFAULT_THRESHOLD, min_value=-1.0, max_value=1.0)
+
+
+class StoredQuerySerializer(serializers.Serializer):
+    project = ProjectSlugField()
+
+
+class StoredLeaderboardQuerySerializer(StoredQuerySerializer):
+    source = serializers.ChoiceField(choices=BATTLE_SOURCES, default="human",
+                                     help_text="The crowd's pairwise judgments or the LLM judge's battles.")
+    method = serializers.ChoiceField(choices=["elo", "bt"], default="elo")
+
+
+def _stored(served) -> dict:
+    if served.result is None:
+        raise ResultsComputing("These results are being computed; ask again in a moment.")
+    return {"status": served.status, "result": served.result.data}
+
+
+STORED_DESCRIPTION = ("``status``: when the stored result was computed (``computed_at``), from how many judgments, the "
+                      "digest of its inputs, whether newer judgments are waiting; ``result``: what the cockpit's JSON "
+                      "download gives. 503 while it is computed for the first time.")
 
 
 class RatingRowSerializer(serializers.Serializer):
@@ -92,3 +114,26 @@ class EvaluationViewSet(ResearcherAPIMixin, viewsets.ViewSet):
         query.is_valid(raise_exception=True)
         project, round = query.project_and_round(request.user)
         return Response(irr_database_report(round=round, project=project, threshold=query.validated_data["threshold"]))
+
+    @extend_schema(parameters=[StoredLeaderboardQuerySerializer], responses={
+        200: OpenApiResponse(OpenApiTypes.OBJECT, description=STORED_DESCRIPTION),
+        503: OpenApiResponse(OpenApiTypes.OBJECT, description="Being computed for the first time.")})
+    @action(detail=False, methods=["get"], url_path="stored-leaderboard")
+    def stored_leaderboard(self, request):
+        """The project's stored leaderboard (the cockpit results page's, 200 bootstrap rounds, seed 0)."""
+        query = StoredLeaderboardQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        project = get_project_for_user(user=request.user, slug=query.validated_data["project"])
+        return Response(_stored(stored_leaderboard(project=project, source=query.validated_data["source"],
+                                                   method=query.validated_data["method"])))
+
+    @extend_schema(parameters=[StoredQuerySerializer], responses={
+        200: OpenApiResponse(OpenApiTypes.OBJECT, description=STORED_DESCRIPTION),
+        503: OpenApiResponse(OpenApiTypes.OBJECT, description="Being computed for the first time.")})
+    @action(detail=False, methods=["get"], url_path="stored-irr")
+    def stored_irr(self, request):
+        """The project's stored IRR report (the cockpit IRR page's, at the default threshold)."""
+        query = StoredQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        project = get_project_for_user(user=request.user, slug=query.validated_data["project"])
+        return Response(_stored(stored_irr(project=project)))

@@ -311,6 +311,9 @@ STEP_RUN_HEARTBEAT_SECONDS = env_number("STEP_RUN_HEARTBEAT_SECONDS", "30", floa
 STEP_RUN_STALE_SECONDS = env_number("STEP_RUN_STALE_SECONDS", "300", float)
 if STEP_RUN_STALE_SECONDS <= 2 * STEP_RUN_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured("STEP_RUN_STALE_SECONDS must be more than twice STEP_RUN_HEARTBEAT_SECONDS")
+# A project's stored results are recomputed this many seconds after the first judgment that changed
+# them; the judgments of that time share one computation (evaluation/stored_results.py).
+RESULTS_REFRESH_DELAY_SECONDS = env_number("RESULTS_REFRESH_DELAY_SECONDS", "30", float)
 
 # Logs go to stderr: plain lines by default, JSON lines with LOG_FORMAT=json (one object per line
 # with time, level, logger, message and request_id). Request ids come from django-guid: a valid

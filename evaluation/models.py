@@ -137,3 +137,58 @@ class ImportedPreference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_a} vs {self.model_b} on instance {self.instance_id}: {self.winner} (imported)"
+
+
+class StoredResult(models.Model):
+    """One of a project's results as its pages serve it (a materialised view of the judgments): a
+    leaderboard of one source and method, or the IRR report, at the pages' default parameters, or a
+    round's agreement so far as the watch pages show it (one row per language of the cockpit).
+
+    ``data`` is the JSON text the page renders and the download gives, ``plots`` its PNGs (base64 by
+    name). ``judgment_count`` and ``input_digest`` (SHA-256 of the table read) say what it was
+    computed from; ``inputs_read_at`` is when that table was read, so judgments recorded later
+    (``ResultsRefresh.changed_at``) show as waiting. Written only by ``evaluation.stored_results``.
+    """
+
+    class Kind(models.TextChoices):
+        LEADERBOARD = "leaderboard", "Leaderboard"
+        IRR = "irr", "IRR report"
+        AGREEMENT = "agreement", "A round's agreement so far (the watch pages), in one language"
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="stored_results")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    key = models.CharField(max_length=100, help_text="The view's parameters, e.g. human/elo/200/0.")
+    parameters = models.JSONField(default=dict)
+    # JSON text, not a JSON column: PostgreSQL's jsonb would reorder the keys, and the order of the
+    # categories and items is the page's.
+    data = models.TextField(blank=True, help_text="The result's JSON; empty when it was refused (see error).")
+    plots = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, help_text="Why these judgments could not be computed, as the page says it.")
+    judgment_count = models.PositiveIntegerField()
+    input_digest = models.CharField(max_length=64)
+    inputs_read_at = models.DateTimeField()
+    computed_at = models.DateTimeField()
+    compute_seconds = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["project", "kind", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "kind", "key"], name="one_stored_result_per_project_view"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key} of project {self.project_id} ({self.judgment_count} judgments)"
+
+
+class ResultsRefresh(models.Model):
+    """A project's pending flag for its stored results: when its judgments last changed, and whether
+    a recomputation is queued (``queued_at``; one at a time, so many judgments make one)."""
+
+    project = models.OneToOneField("projects.Project", on_delete=models.CASCADE, related_name="results_refresh")
+    changed_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"results of project {self.project_id}: changed {self.changed_at}, queued {self.queued_at}"

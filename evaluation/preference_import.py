@@ -36,6 +36,7 @@ from kernel.errors import ServiceError
 from kernel.input_checks import is_blank, text_problem
 
 from .models import ImportedPreference
+from .stored_results import judgments_changed_on_commit
 
 PREFERENCE_COLUMNS = ["image_url", "instruction", "A", "B", "A_model", "B_model",
                       "model_selection.A", "model_selection.B"]
@@ -206,5 +207,7 @@ def import_pairwise_preferences(*, path: str | Path, project, reference_name: st
         new = [row for row in rows
                if (row.instance_id, row.model_a, row.model_b, row.winner, row.occurrence) not in present]
         ImportedPreference.objects.bulk_create(new, ignore_conflicts=True)  # a concurrent import of the same file
+        if new:
+            judgments_changed_on_commit(project_id=project.pk)
     report.created, report.already_present = len(new), len(rows) - len(new)
     return report

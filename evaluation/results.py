@@ -3,8 +3,9 @@
 Both are the cores' own results (``compute_ratings`` / ``RatingsResult.to_dict`` and ``plot_ratings``
 as in ``manage.py ratings``; ``irr.irr_report`` / ``report_json`` and ``plot_sweep`` as in
 ``manage.py irr_report``), read from the project's data only. Each result is a JSON-ready dict (the
-page renders it and the download is it) plus its PNG plots, cached per parameters and per content of
-the data read, so a new judgment gives a new result and an unchanged one is not recomputed.
+page renders it and the download is it) plus its PNG plots. The pages' defaults are stored and
+served from storage (``evaluation.stored_results``); other parameters are computed here on request,
+cached per parameters and per content of the data read.
 """
 from __future__ import annotations
 
@@ -56,10 +57,15 @@ class Result:
         return self.plots[name]
 
 
-def _digest(*frames: pd.DataFrame | None) -> str:
+def input_digest(*frames: pd.DataFrame | None) -> str:
+    """SHA-256 of the tables read: their columns, and each row's content in order."""
     digest = hashlib.sha256()
     for frame in frames:
-        digest.update(b"-" if frame is None else frame.to_csv(index=False).encode("utf-8"))
+        if frame is None:
+            digest.update(b"-")
+            continue
+        digest.update(repr((list(frame.columns), len(frame))).encode("utf-8"))
+        digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
     return digest.hexdigest()
 
 
@@ -93,7 +99,7 @@ def leaderboard(*, project, source: str = "human", method: str = "elo",
     win rates; plots ``ratings`` and ``categories``."""
     check_leaderboard_parameters(source=source, method=method, bootstrap=bootstrap)
     frame = battles(source=source, project=project)
-    key = f"results:leaderboard:{project.pk}:{source}:{method}:{bootstrap}:{seed}:{_digest(frame)}"
+    key = f"results:leaderboard:{project.pk}:{source}:{method}:{bootstrap}:{seed}:{input_digest(frame)}"
     return _cached(key, lambda: leaderboard_result(frame, project=project, source=source, method=method,
                                                    bootstrap=bootstrap, seed=seed))
 
@@ -141,11 +147,12 @@ def irr_results(*, project, threshold: float = irr.DEFAULT_THRESHOLD) -> Result:
     human reference; plot ``sweep``."""
     check_threshold(threshold)
     rankings, scores = irr_inputs(project=project)
-    key = f"results:irr:{project.pk}:{threshold!r}:{_digest(rankings, scores)}"
-    return _cached(key, lambda: _irr(rankings, scores, project=project, threshold=threshold))
+    key = f"results:irr:{project.pk}:{threshold!r}:{input_digest(rankings, scores)}"
+    return _cached(key, lambda: irr_result(rankings, scores, project=project, threshold=threshold))
 
 
-def _irr(rankings: pd.DataFrame, scores: pd.DataFrame | None, *, project, threshold: float) -> Result:
+def irr_result(rankings: pd.DataFrame, scores: pd.DataFrame | None, *, project, threshold: float) -> Result:
+    """The IRR report of the tables read, uncached (``irr_results`` reads them and caches this)."""
     if rankings.empty:
         return Result(data={"project": project.slug, "threshold": threshold, "summary": None, "items": []}, plots={})
     try:

@@ -42,19 +42,16 @@ def review_scores(*, model: str | None = None, ranker_kind: str | None = None, i
     ``model`` is the model name, or ``"name (kind)"`` when one name was scored by several rankers,
     so the two never merge into one model in a report.
     """
-    queryset = ReviewScore.objects.select_related("review__review_set").order_by("model_name", "ranker_kind", "review_id")
+    queryset = ReviewScore.objects.order_by("model_name", "ranker_kind", "review_id")
     if model is not None:
         queryset = queryset.filter(model_name=model)
     if ranker_kind is not None:
         queryset = queryset.filter(ranker_kind=ranker_kind)
     if item_ids is not None:
         queryset = queryset.filter(review__review_set_id__in=list(item_ids))
-    rows = [
-        (score.review.review_set_id, score.model_name, score.review.review_set.language, score.review_id,
-         score.score, score.ranker_kind, score.prompt_version)
-        for score in queryset
-    ]
-    frame = pd.DataFrame(rows, columns=REVIEW_SCORE_COLUMNS)
+    rows = queryset.values_list("review__review_set_id", "model_name", "review__review_set__language", "review_id",
+                                "score", "ranker_kind", "prompt_version")
+    frame = pd.DataFrame(list(rows), columns=REVIEW_SCORE_COLUMNS)
     kinds = frame.groupby("model")["ranker_kind"].transform("nunique")
     several = (kinds > 1).to_numpy()
     if several.any():
@@ -167,11 +164,11 @@ def imported_battles(*, project=None, columns=BATTLE_COLUMNS) -> pd.DataFrame:
     ``columns`` among ``IMPORTED_COLUMNS``."""
     from .models import ImportedPreference
 
-    queryset = ImportedPreference.objects.select_related("instance__family").order_by("pk")
+    queryset = ImportedPreference.objects.order_by("pk")
     if project is not None:
         queryset = queryset.filter(instance__family__project=project)
-    rows = [(p.model_a, p.model_b, p.winner, p.instance.family.name, p.instance_id) for p in queryset]
-    return pd.DataFrame(rows, columns=IMPORTED_COLUMNS)[list(columns)]
+    rows = queryset.values_list("model_a", "model_b", "winner", "instance__family__name", "instance_id")
+    return pd.DataFrame(list(rows), columns=IMPORTED_COLUMNS)[list(columns)]
 
 
 def judged_battles(
@@ -182,7 +179,7 @@ def judged_battles(
     the project of the judged instances."""
     from .models import JudgedBattle
 
-    queryset = JudgedBattle.objects.select_related("instance__family").order_by("pk")
+    queryset = JudgedBattle.objects.order_by("pk")
     if project is not None:
         queryset = queryset.filter(instance__family__project=project)
     if judge_model is not None:
@@ -191,8 +188,8 @@ def judged_battles(
         queryset = queryset.filter(with_reference=with_reference)
     if models is not None:
         queryset = queryset.filter(model_a__in=list(models), model_b__in=list(models))
-    rows = [(b.model_a, b.model_b, b.winner, b.instance.family.name) for b in queryset]
-    return pd.DataFrame(rows, columns=BATTLE_COLUMNS)
+    rows = queryset.values_list("model_a", "model_b", "winner", "instance__family__name")
+    return pd.DataFrame(list(rows), columns=BATTLE_COLUMNS)
 
 
 BATTLE_SOURCES = ("human", "judge")

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 import pandas as pd
 from django.db import transaction
 
-from datasets_app.models import Review
+from datasets_app.models import Review, ReviewSet
 from evaluation.rankers.base import SCORE_COLUMNS, ReviewItem, ReviewRanker, Unscored
 
 from .models import RankerKind, ReviewScore
+from .stored_results import judgments_changed_on_commit
 
 
 class ScoreStoreError(ValueError):
@@ -50,6 +51,9 @@ def store_review_scores(*, frame: pd.DataFrame, ranker_kind: str, prompt_version
         rows, update_conflicts=True, unique_fields=["review", "model_name", "ranker_kind"],
         update_fields=["score", "prompt_version", "updated_at"],
     )
+    # The IRR results of the review sets' projects read these scores.
+    for project_id in set(ReviewSet.objects.filter(pk__in=set(owner.values())).values_list("project_id", flat=True)):
+        judgments_changed_on_commit(project_id=project_id)
     return len(rows)
 
 

@@ -44,6 +44,8 @@ PROJECT_PATHS: dict[str, tuple[str, ...]] = {
     "evaluation.ReviewScore": ("review__review_set__project",),
     "evaluation.JudgedBattle": ("instance__family__project",),
     "evaluation.ImportedPreference": ("instance__family__project",),
+    "evaluation.StoredResult": ("project",),
+    "evaluation.ResultsRefresh": ("project",),
     "leaderboard.SubmissionPolicy": ("project",),
     "leaderboard.SubmissionToken": ("project",),
     "leaderboard.Submission": ("project", "token__project", "step_run__project"),
@@ -59,6 +61,7 @@ PROJECT_PATHS: dict[str, tuple[str, ...]] = {
 CROSS_PROJECT: dict[str, str] = {
     "annotation.Worker": "a crowd worker's identity and languages; they work on any project's rounds, and what "
                          "they did for a project is on its assignments",
+    "projects.ApiTokenName": "the name of a researcher's API token, which reaches every project of theirs",
     "llm.PromptTemplate": "the platform's versioned prompt wordings, the same for every project",
     "llm.LLMRun": "a budget of LLM calls; a project's spending is on its step runs, which name their run",
     "llm.LLMCall": "one request and its answer, which is also the response cache: it is keyed by the request "

@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 
 from djangokit.transitions import move
 
+from ..judgments import announce as announce_judgment
 from ..eligibility import judgments_needed
 from ..errors import InvalidTransition, message_of
 from ..models import ASSIGNMENT_REVIEW, Assignment, CollectionRound, WorkItem
@@ -47,6 +48,8 @@ def _record_review(*, assignment: Assignment, status: str, feedback: str) -> Ass
         move(locked, ASSIGNMENT_REVIEW, event, reviewed_at=locked.reviewed_at, review_feedback=feedback)
         if status == Assignment.ReviewStatus.REJECTED:
             _after_rejection(item_id=locked.item_id)
+            # A rejected judgment no longer counts in the results read from the round.
+            announce_judgment(round=locked.round, handler=get_task_type(locked.round.task_type))
     return locked
 
 

@@ -8,7 +8,7 @@ from django.utils.crypto import salted_hmac
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from datasets_app.models import ReviewSet
+from datasets_app.models import Review, ReviewSet
 
 from .base import ListField, StrictIntegerField, TaskType, image_view
 from .sources import ItemSource, ItemSpec, SourceResult, limit_field, limited, queued_targets
@@ -203,6 +203,30 @@ class RankingTask(TaskType):
 
     def judgment_queryset(self, assignments):
         return assignments.select_related("item__review_set").prefetch_related("item__review_set__reviews")
+
+    def judgment_table(self, assignments):
+        """``judgment_rows`` of every judgment, read as plain values (two queries, no model objects)."""
+        judgments = list(assignments.values_list(
+            "pk", "worker_id", "round_id", "item_id", "item__review_set_id", "item__review_set__language",
+            "item__review_set__category", "payload"))
+        if not judgments:
+            return []
+        prompt_ranks = {
+            review_id: (review_set_id, prompt_rank) for review_id, review_set_id, prompt_rank in
+            Review.objects.filter(review_set_id__in=assignments.values("item__review_set_id"))
+            .values_list("pk", "review_set_id", "prompt_rank")
+        }
+        rows = []
+        for assignment_id, worker_id, round_id, item_id, review_set_id, language, category, payload in judgments:
+            for rank, review_id in enumerate(payload["order"], start=1):
+                owner, prompt_rank = prompt_ranks.get(review_id, (None, None))
+                rows.append({
+                    "item_id": review_set_id, "annotator_id": worker_id, "review_id": review_id, "rank": rank,
+                    "prompt_rank": prompt_rank if owner == review_set_id else None, "language": language,
+                    "category": category, "round_id": round_id, "work_item_id": item_id,
+                    "assignment_id": assignment_id,
+                })
+        return rows
 
     def judgment_rows(self, assignment):
         """Long format: one row per (review set, annotator, review), rank 1 = best; ``item_id`` is the

@@ -1,6 +1,7 @@
 """Watching crowd work: one round, and the open rounds of a project; each page has its JSON twin.
 
-The numbers are ``annotation.watch``'s; the page shows the same dict the JSON gives.
+The numbers are ``annotation.watch``'s; the page shows the same dict the JSON gives. A round's agreement
+so far is the stored one (``evaluation.stored_results``), recomputed with the results when judgments change.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.shortcuts import render
 from django.urls import path
 
 from annotation.watch import project_watch, round_watch
+from evaluation.stored_results import stored_agreement
 
 from ..access import project_for, researcher_required
 from ..forms import WatchQuery, cleaned_query
@@ -33,7 +35,7 @@ def round_watch_page(request, slug: str, round_id: int):
     project = project_for(request, slug)
     round = _round_of(project, round_id)
     query = cleaned_query(WatchQuery, request.GET)
-    watch = round_watch(round=round, coverage_target=query["target"])
+    watch = round_watch(round=round, coverage_target=query["target"], agreement=stored_agreement)
     peak = max((row["submissions"] for row in watch["throughput"]), default=0)
     return render(request, "cockpit/watch/round.html", {
         "project": project, "round": round, "watch": watch, "peak": peak, "query": query,
@@ -46,7 +48,7 @@ def round_watch_json(request, slug: str, round_id: int):
     project = project_for(request, slug)
     round = _round_of(project, round_id)
     query = cleaned_query(WatchQuery, request.GET)
-    return _json(round_watch(round=round, coverage_target=query["target"]),
+    return _json(round_watch(round=round, coverage_target=query["target"], agreement=stored_agreement),
                  filename=f"{project.slug}-round-{round.pk}-watch.json")
 
 
@@ -54,7 +56,7 @@ def round_watch_json(request, slug: str, round_id: int):
 def project_watch_page(request, slug: str):
     project = project_for(request, slug)
     query = cleaned_query(WatchQuery, request.GET)
-    watch = project_watch(project=project, coverage_target=query["target"])
+    watch = project_watch(project=project, coverage_target=query["target"], agreement=stored_agreement)
     peak = max((row["submissions"] for row in watch["throughput"]), default=0)
     return render(request, "cockpit/watch/project.html", {
         "project": project, "watch": watch, "peak": peak, "query": query, "cockpit_section": "watch",
@@ -65,7 +67,7 @@ def project_watch_page(request, slug: str):
 def project_watch_json(request, slug: str):
     project = project_for(request, slug)
     query = cleaned_query(WatchQuery, request.GET)
-    return _json(project_watch(project=project, coverage_target=query["target"]), filename=f"{project.slug}-watch.json")
+    return _json(project_watch(project=project, coverage_target=query["target"], agreement=stored_agreement), filename=f"{project.slug}-watch.json")
 
 
 urlpatterns = [

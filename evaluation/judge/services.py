@@ -24,6 +24,7 @@ from llm.steps import Job, LLMStep, StepReport
 from stats.ratings import compute_ratings
 
 from ..models import JudgedBattle
+from ..stored_results import judgments_changed_on_commit
 from . import prompts
 from .verdicts import battle_winner, parse_extracted, parse_verdict, position_bias, verdict_for
 
@@ -280,4 +281,5 @@ def _store_battle(*, pair: _Pair, outcome: BattleOutcome, report: JudgeReport, c
     battle.extraction_call_1_id, battle.extraction_call_2_id = extractions
     battle.full_clean()
     battle.save()
+    judgments_changed_on_commit(project_id=pair.instance.family.project_id)
     return battle

@@ -76,3 +76,21 @@ def test_owner_makes_a_release_and_downloads_its_checksums(page, researcher, pro
     page.fill("input[name=version]", "1.0.0")
     page.get_by_role("button", name="Make release").click()
     assert "exists; releases never change" in page.content()
+
+
+def test_results_page_says_when_it_was_computed_and_recomputes(page, researcher, project):
+    from evaluation.models import StoredResult
+    from evaluation.stored_results import refresh_results
+
+    judged_project(project)
+    refresh_results(project=project)
+    computed = StoredResult.objects.get(project=project, kind="leaderboard", key="human/elo/200/0").computed_at
+    log_in(page, researcher.username, f"/projects/{project.slug}/results/")
+    status = page.locator("#stored-results")
+    assert "Computed at" in status.inner_text() and "from 35 judgments" in status.inner_text()
+    page.get_by_role("button", name="Recompute now").click()
+    page.get_by_text("The results were recomputed.").wait_for()
+    assert StoredResult.objects.get(project=project, kind="leaderboard", key="human/elo/200/0").computed_at > computed
+    page.get_by_role("link", name="IRR results").click()
+    assert "Computed at" in page.locator("#stored-results").inner_text()
+    assert page.js_errors == []
