@@ -1,10 +1,11 @@
-"""REST endpoints of the worker pages: next task, submit, give back. Thin: the services decide, and
-refusals reach HTTP through the one exception handler (``api.errors``)."""
+"""REST endpoints of the worker pages: next task, submit, submit-and-next, start, give back. Thin: the
+services decide, and refusals reach HTTP through the one exception handler (``api.errors``)."""
 from __future__ import annotations
 
 from django.http import Http404
 from django.urls import reverse
 from django.utils import translation
+from django.utils.translation import gettext_noop
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
@@ -13,11 +14,12 @@ from rest_framework.views import APIView
 
 from . import image_reports, selectors
 from .eligibility import read_round_for_worker
+from .errors import CrowdWorkError
 from .languages import speaking_to
 from .models import Assignment, CollectionRound
 from .permissions import NOT_A_WORKER
 from .services.engine import request_assignment, task_view
-from .services.submissions import return_assignment, submit_assignment
+from .services.submissions import return_assignment, start_assignment, submit_and_next, submit_assignment
 from .services.workers import local_worker_for
 from .task_types import worker_answers
 
@@ -54,7 +56,29 @@ def assignment_data(assignment: Assignment, *, task: dict) -> dict:
         # Plain texts and URLs: clients insert them as text, never as HTML.
         "task": task,
         "submit_url": reverse("annotation-api:submit", args=[assignment.pk]),
+        "submit_and_next_url": reverse("annotation-api:submit-and-next", args=[assignment.pk]),
+        # Held for a look only (a page showed it): POST ``start_url`` when the worker begins.
+        "in_preview": assignment.in_preview,
+        "start_url": reverse("annotation-api:start", args=[assignment.pk]),
     }
+
+
+NO_MORE_TASKS = gettext_noop("There are no more tasks for you in this round.")
+
+
+def next_task_body(*, round: CollectionRound, worker, assignment: Assignment | None) -> dict:
+    """What "next task" answers (also inside submit-and-next's answer): the assignment (null when
+    none is left, with ``detail``), the worker's progress and the round's warning to them, if any."""
+    progress = selectors.worker_progress(round=round, worker=worker)
+    if assignment is None:
+        return {"assignment": None, "progress": progress, "detail": str(translation.gettext(NO_MORE_TASKS))}
+    # Built before serialising: an item that cannot be shown is refused (and given back) here.
+    task = task_view(assignment=assignment)
+    body = {"assignment": assignment_data(assignment, task=task), "progress": progress}
+    warning = selectors.quality_warning(round=round, worker=worker)
+    if warning:
+        body["warning"] = warning
+    return body
 
 
 class IsLocalWorkerWithRecord(BasePermission):
@@ -86,19 +110,7 @@ class NextTaskView(CrowdWorkAPIView):
             raise Http404 from None
         with speaking_to(worker=worker, round=round):
             assignment = request_assignment(round=round, worker=worker)
-            progress = selectors.worker_progress(round=round, worker=worker)
-            if assignment is None:
-                return Response(
-                    {"assignment": None, "progress": progress,
-                     "detail": str(translation.gettext("There are no more tasks for you in this round."))}
-                )
-            # Built before serialising: an item that cannot be shown is refused (and given back) here.
-            task = task_view(assignment=assignment)
-            body = {"assignment": assignment_data(assignment, task=task), "progress": progress}
-            warning = selectors.quality_warning(round=round, worker=worker)
-            if warning:
-                body["warning"] = warning
-            return Response(body)
+            return Response(next_task_body(round=round, worker=worker, assignment=assignment))
 
 
 class SubmitView(CrowdWorkAPIView):
@@ -125,6 +137,52 @@ class SubmitView(CrowdWorkAPIView):
                 },
                 status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK,
             )
+
+
+class SubmitAndNextView(CrowdWorkAPIView):
+    """POST the answers as to ``submit``; the answer also carries the worker's next task in the
+    round (``next``, as "next task" answers): one request per task. 201 stored, 200 already stored.
+    A refusal of the next task (the round closed, say) comes as ``next.assignment`` null with its
+    ``detail``: the submission is stored all the same."""
+
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    def post(self, request, assignment_id: int):
+        worker = self.worker(request)
+        # A page's task is held for a look until the worker starts it; an API client takes it now.
+        preview = request.query_params.get("preview") == "1"
+        outcome = submit_and_next(assignment_id=assignment_id, worker=worker, data=request.data,
+                                  files=request.FILES, preview=preview)
+        submitted, round = outcome.submitted, outcome.round
+        with speaking_to(worker=worker, round=round):
+            try:
+                if outcome.refusal:
+                    raise CrowdWorkError(outcome.refusal)
+                following = next_task_body(round=round, worker=worker, assignment=outcome.next)
+            except CrowdWorkError as error:
+                following = {"assignment": None, "progress": selectors.worker_progress(round=round, worker=worker),
+                             "detail": error.message}
+            return Response(
+                {
+                    "assignment": submitted.assignment.pk,
+                    "status": submitted.assignment.status,
+                    "review_status": submitted.assignment.review_status,
+                    "payload": worker_answers(submitted.assignment),
+                    "stored": submitted.created,
+                    "next": following,
+                    "next_url": reverse("annotation:round", args=[round.pk]),
+                },
+                status=status.HTTP_201_CREATED if submitted.created else status.HTTP_200_OK,
+            )
+
+
+class StartView(CrowdWorkAPIView):
+    """POST: the worker starts a task a page showed them; it is theirs for the round's time limit."""
+
+    def post(self, request, assignment_id: int):
+        assignment = start_assignment(assignment_id=assignment_id, worker=self.worker(request))
+        return Response({"assignment": assignment.pk, "in_preview": assignment.in_preview,
+                         "seconds_left": selectors.seconds_left(assignment)})
 
 
 class ReturnView(CrowdWorkAPIView):

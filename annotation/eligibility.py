@@ -127,26 +127,36 @@ def read_round_for_worker(*, round_id: Any, worker: Worker) -> CollectionRound:
     row = _round_with_worker_facts.first(round_id=round_id, worker_id=worker.pk)
     if row is None:
         raise CollectionRound.DoesNotExist
-    row.worker_facts = WorkerFacts(
-        worker_id=worker.pk, failed_checks=row.facts_failed_checks, done=row.facts_done, items=row.facts_items,
-        qualified=row.facts_qualified, consent_sha256=row.facts_consent, has_open_assignment=row.facts_open,
-    )
+    row.worker_facts = facts_from_row(row, worker_id=worker.pk)
     return row
 
 
+def worker_facts_columns(*, round_ref: str, project_ref: str, worker_id: int) -> dict:
+    """The annotations ``read_round_for_worker`` reads with a round, for a query whose rows name the
+    round (``round_ref``) and its project (``project_ref``): ``facts_from_row`` turns them into ``WorkerFacts``."""
+    mine = Assignment.objects.filter(round=OuterRef(round_ref), worker=worker_id)
+    return {
+        "facts_failed_checks": _count_per_round(mine.confirmed().filter(gold_passed=False)),
+        "facts_done": _count_per_round(mine.filter(status=Assignment.Status.SUBMITTED)),
+        "facts_items": _count_per_round(WorkItem.objects.filter(round=OuterRef(round_ref))),
+        "facts_qualified": Exists(Qualification.objects.filter(worker=worker_id, project=OuterRef(project_ref))),
+        "facts_consent": Subquery(ConsentDecision.objects.filter(round=OuterRef(round_ref), worker=worker_id,
+                                                                 accepted=True).values("text_sha256")[:1]),
+        "facts_open": Exists(mine.filter(status=Assignment.Status.ASSIGNED)),
+    }
+
+
+def facts_from_row(row, *, worker_id: int) -> WorkerFacts:
+    return WorkerFacts(
+        worker_id=worker_id, failed_checks=row.facts_failed_checks, done=row.facts_done, items=row.facts_items,
+        qualified=row.facts_qualified, consent_sha256=row.facts_consent, has_open_assignment=row.facts_open,
+    )
+
+
 def _build_round_with_worker_facts(_shape, round_id: int, worker_id: int):
-    mine = Assignment.objects.filter(round=OuterRef("pk"), worker=worker_id)
     return (
         CollectionRound.objects.filter(pk=round_id)
-        .annotate(
-            facts_failed_checks=_count_per_round(mine.confirmed().filter(gold_passed=False)),
-            facts_done=_count_per_round(mine.filter(status=Assignment.Status.SUBMITTED)),
-            facts_items=_count_per_round(WorkItem.objects.filter(round=OuterRef("pk"))),
-            facts_qualified=Exists(Qualification.objects.filter(worker=worker_id, project=OuterRef("project_id"))),
-            facts_consent=Subquery(ConsentDecision.objects.filter(round=OuterRef("pk"), worker=worker_id, accepted=True)
-                                   .values("text_sha256")[:1]),
-            facts_open=Exists(mine.filter(status=Assignment.Status.ASSIGNED)),
-        )
+        .annotate(**worker_facts_columns(round_ref="pk", project_ref="project_id", worker_id=worker_id))
         .order_by()[:1]
     )
 

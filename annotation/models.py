@@ -344,6 +344,8 @@ ROUND_STATUS = StateMachine(
     initial=[_R.DRAFT],
     transitions=[
         Transition("open", frozenset({_R.DRAFT}), _R.OPEN, "the researcher opens it (it has items)"),
+        # Nobody has worked on a draft: its settings and items are still the researcher's to change.
+        Transition("edit", frozenset({_R.DRAFT}), None, "its settings or items are changed"),
         Transition("pause", frozenset({_R.OPEN}), _R.PAUSED, "no new tasks are handed out"),
         Transition("resume", frozenset({_R.PAUSED}), _R.OPEN, "tasks are handed out again"),
         # A draft has no work under way to extend: its settings are still its own to set.
@@ -523,6 +525,9 @@ class Assignment(models.Model):
     )
     accepted_at = models.DateTimeField()
     expires_at = models.DateTimeField()
+    # Held only for a short look (``TASK_PREVIEW_SECONDS``) by a page that showed it: the worker has
+    # not started it, and it gets the round's time limit when they do (``services.engine.start_assignment``).
+    in_preview = models.BooleanField(default=False)
     submitted_at = models.DateTimeField(null=True, blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
     # What the worker saw that the item alone does not say: left/right sides, review order.

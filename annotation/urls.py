@@ -8,6 +8,9 @@ api_patterns = (
     [
         path("rounds/<int:round_id>/next/", api.NextTaskView.as_view(), name="next"),
         path("assignments/<int:assignment_id>/submit/", api.SubmitView.as_view(), name="submit"),
+        path("assignments/<int:assignment_id>/submit-and-next/", api.SubmitAndNextView.as_view(),
+             name="submit-and-next"),
+        path("assignments/<int:assignment_id>/start/", api.StartView.as_view(), name="start"),
         path("assignments/<int:assignment_id>/return/", api.ReturnView.as_view(), name="return"),
         path("assignments/<int:assignment_id>/report-image/", api.ReportImageView.as_view(), name="report-image"),
     ],

@@ -97,7 +97,9 @@ def consent_page(request, round_id: int, worker):
 @worker_required
 def round_page(request, round_id: int, worker):
     """The worker's current task of the round (a new one if they have none): the round's content, in the
-    worker's language around it."""
+    worker's language around it. A new task is held for a look (``TASK_PREVIEW_SECONDS``) and is the
+    worker's for the round's time limit once they start it (the page says so on their first input);
+    its submission answers with the next task (``submit-and-next``), which the page then shows."""
     try:
         # With what the engine, the progress and the warning need about the worker: one query.
         round = read_round_for_worker(round_id=round_id, worker=worker)
@@ -108,7 +110,9 @@ def round_page(request, round_id: int, worker):
         return redirect("annotation:consent", round.pk)
     with speaking_to(worker=worker, round=round):
         try:
-            assignment = request_assignment(round=round, worker=worker)
+            # Held only for a look until the worker starts it (``TASK_PREVIEW_SECONDS``): a worker who
+            # opens the page and leaves does not keep the item from others.
+            assignment = request_assignment(round=round, worker=worker, preview=True)
             progress = selectors.worker_progress(round=round, worker=worker)
             feedback = selectors.qualifying_feedback(round=round, worker=worker)
             if assignment is None:
@@ -128,6 +132,8 @@ def round_page(request, round_id: int, worker):
                 "progress": progress,
                 "quality_warning": selectors.quality_warning(round=round, worker=worker),
                 "feedback": feedback,
-                "seconds_left": selectors.seconds_left(assignment),
+                # Not started: the clock shows the whole time limit, which starts with the task.
+                "seconds_left": (round.time_limit_seconds if assignment.in_preview
+                                 else selectors.seconds_left(assignment)),
             },
         )

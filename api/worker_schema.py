@@ -16,7 +16,7 @@ from .access import WORKER_API_PREFIXES, BadRequestSerializer, ErrorSerializer
 
 WORKER_SCHEMA_SETTINGS = {
     "TITLE": "crowdbench worker API",
-    "DESCRIPTION": "Next task, submit, give back and image reports for workers. See docs/crowd-work.md "
+    "DESCRIPTION": "Next task, submit, submit-and-next, start, give back and image reports for workers. See docs/crowd-work.md "
                    "and docs/providers.md.",
     "PREPROCESSING_HOOKS": ["api.worker_schema.worker_endpoints"],
 }
@@ -80,6 +80,28 @@ class SubmitSchema(OpenApiViewExtension):
         return described(self.target_class, request=ANSWERS,
                          responses={**stored("Stored: the assignment's status and the worker's answers."),
                                     **LOGGED_IN_REFUSALS})
+
+
+class SubmitAndNextSchema(OpenApiViewExtension):
+    target_class = "annotation.api.SubmitAndNextView"
+
+    def view_replacement(self):
+        preview = OpenApiParameter("preview", str, OpenApiParameter.QUERY, required=False,
+                                   description="1: hold the next task for a look only, until it is started (pages).")
+        return described(self.target_class, request=ANSWERS, parameters=[preview],
+                         responses={**stored("Stored: the assignment's status and the worker's answers, and "
+                                             "``next``: the worker's next task as next task answers it."),
+                                    **LOGGED_IN_REFUSALS})
+
+
+class StartSchema(OpenApiViewExtension):
+    target_class = "annotation.api.StartView"
+
+    def view_replacement(self):
+        return described(self.target_class, request=None, responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="Started: the task is the worker's for the "
+                                                                   "round's time limit (``seconds_left``)."),
+            **LOGGED_IN_REFUSALS})
 
 
 class ReturnSchema(OpenApiViewExtension):

@@ -174,7 +174,8 @@ AUTHENTICATION_BACKENDS = ["annotation.auth.UserWithWorkerBackend"]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    # Django's, which also forgets the cached copy of a user whose password changed (annotation.auth).
+    {"NAME": "annotation.auth.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
@@ -426,6 +427,11 @@ else:
 # the server (signed cookies could not be revoked). Several server processes share it through Redis.
 # crowdbench.sessions is Django's cached_db whose failed writes during a database outage answer 503.
 SESSION_ENGINE = os.environ.get("SESSION_ENGINE", "crowdbench.sessions")
+# A worker's user row, workers-group membership and worker record are kept this many seconds in the
+# shared cache (annotation.auth), checked against a version the services that block, qualify or
+# change a worker replace when they commit. Only with a shared cache: a version replaced in one
+# process's memory would not reach the others. 0: read on every request.
+USER_CACHE_SECONDS = env_number("USER_CACHE_SECONDS", "300" if CACHE_URL else "0", int)
 SESSION_CACHE_ALIAS = "sessions"
 RATELIMIT_ENABLE = env_bool("RATE_LIMITS_ENABLED", True)
 # With the cache unavailable no count can be kept: requests pass rather than all being refused.
@@ -446,14 +452,16 @@ RATE_LIMITS = {
     },
     "task_request": {
         "label": "task requests",
-        "views": ["annotation:round", "annotation-api:next"],
+        "views": ["annotation:round", "annotation-api:next", "annotation-api:start"],
         "methods": ["GET", "POST"],
         "per_address": os.environ.get("RATE_LIMIT_TASKS_PER_ADDRESS", "600/m"),
         "per_worker": os.environ.get("RATE_LIMIT_TASKS_PER_WORKER", "60/m"),
     },
     "submission": {
         "label": "submissions",
-        "views": ["annotation-api:submit", "annotation-api:return", "providers-api:submit"],
+        # Submit-and-next answers with the next task too: one request per task, counted as a submission.
+        "views": ["annotation-api:submit", "annotation-api:submit-and-next", "annotation-api:return",
+                  "providers-api:submit"],
         "methods": ["POST"],
         "per_address": os.environ.get("RATE_LIMIT_SUBMISSIONS_PER_ADDRESS", "600/m"),
         "per_worker": os.environ.get("RATE_LIMIT_SUBMISSIONS_PER_WORKER", "30/m"),
@@ -504,6 +512,9 @@ ANNOTATION_WORKER_GROUP = os.environ.get("ANNOTATION_WORKER_GROUP", "workers")
 RESEARCHER_GROUP = os.environ.get("RESEARCHER_GROUP", "researchers")
 # How the human-verified reference is named as a side of pairwise battles.
 ANNOTATION_REFERENCE_SIDE_NAME = os.environ.get("ANNOTATION_REFERENCE_SIDE_NAME", "human-verified reference")
+# A task a worker page shows is held this long for a look; it gets the round's time limit when the
+# worker starts it (first use of the form). Workers only looking do not hold items others need.
+TASK_PREVIEW_SECONDS = env_number("TASK_PREVIEW_SECONDS", "120", int)
 # The browser the Playwright tests drive (Debian's chromium; never a downloaded build).
 CHROMIUM_PATH = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

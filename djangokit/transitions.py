@@ -6,12 +6,16 @@ is refused and changes nothing. The owner of a field calls these; nothing else w
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from django.db import connections
 from django.db.models import F, Model, Q, QuerySet
+from django.db.models.sql import UpdateQuery
 from django.utils import timezone
 from kernel.state_machine import StateMachine
+
+from .prepared import compiler_internals_supported
 
 M = TypeVar("M", bound=Model)
 
@@ -37,13 +41,43 @@ def move(instance: M, machine: StateMachine, event: str, *, also: Mapping[StateM
     ``fields``; ``also`` adds transitions of other status fields of the same row (all or none), and
     ``where`` further conditions. Refused (the machine's error, nothing written) when the row is not
     in a source status. ``instance`` then holds the values written (expressions are read back)."""
+    return _move(instance, machine, event, also=also, where=where, fields=fields)[0]
+
+
+def move_reading(instance: M, machine: StateMachine, event: str, *, read: tuple[str, Sequence],
+                 also: Mapping[StateMachine, str] | None = None, **fields: Any) -> tuple[M, Any]:
+    """``move``, and the value of ``read`` (SQL of one value, and its parameters) as the database is
+    just before the UPDATE (the row in its old state, and whatever was committed before the statement):
+    (the instance, that value). On PostgreSQL it is one statement, ``UPDATE ... RETURNING (read)``,
+    whose subquery sees the statement's snapshot; elsewhere, or on a Django version the compiler code
+    was not checked against, ``read`` is a statement of its own just before the UPDATE."""
+    return _move(instance, machine, event, also=also, where=None, fields=fields, read=read)
+
+
+def _move(instance, machine, event, *, also, where, fields, read=None) -> tuple[Any, Any]:
     steps = {machine: event, **(also or {})}
     model = type(instance)
     values, condition = _values(model, steps, fields)
     rows = model._base_manager.filter(condition, pk=instance.pk)
     if where is not None:
         rows = rows.filter(where)
-    if not rows.update(**values):
+    read_value = None
+    if read is not None and connections[rows.db].vendor == "postgresql" and compiler_internals_supported():
+        query = rows.query.chain(UpdateQuery)
+        query.add_update_values(values)
+        sql, params = query.get_compiler(rows.db).as_sql()
+        with connections[rows.db].cursor() as cursor:
+            cursor.execute(f"{sql} RETURNING ({read[0]})", (*params, *read[1]))
+            row = cursor.fetchone()
+        updated = row is not None
+        read_value = row[0] if updated else None
+    else:
+        if read is not None:
+            with connections[rows.db].cursor() as cursor:
+                cursor.execute(read[0], tuple(read[1]))
+                read_value = cursor.fetchone()[0]
+        updated = bool(rows.update(**values))
+    if not updated:
         stored = model._base_manager.filter(pk=instance.pk).values(*(m.field for m in steps)).first()
         for step_machine, step_event in steps.items():
             current = None if stored is None else stored[step_machine.field]
@@ -60,7 +94,7 @@ def move(instance: M, machine: StateMachine, event: str, *, also: Mapping[StateM
             setattr(instance, name, value)
     if expressions:
         instance.refresh_from_db(fields=expressions)
-    return instance
+    return instance, read_value
 
 
 def move_all(rows: QuerySet, machine: StateMachine, event: str, **fields: Any) -> int:

@@ -30,7 +30,7 @@ from annotation.services.engine import request_assignment
 from annotation.services.review import approve_assignment, reject_assignment
 from annotation.services.rounds import check_transition, open_round
 from annotation.services.submissions import submit_assignment
-from annotation.services.workers import grant_qualification
+from annotation.services.workers import grant_qualification, worker_changed
 from djangokit.transitions import move
 from kernel.state_machine import TransitionRefused
 
@@ -699,6 +699,8 @@ def block_worker(*, worker: Worker, reason: str) -> Worker:
     get_provider(worker.provider).block(worker=worker, reason=reason)
     with transaction.atomic():
         Worker.objects.filter(pk=worker.pk).update(is_blocked=True)
+        # The worker's next request is refused: a cached copy of them is not served after this commits.
+        worker_changed(worker)
     worker.refresh_from_db()
     return worker
 

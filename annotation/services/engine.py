@@ -11,6 +11,7 @@ import random
 from datetime import datetime, timedelta
 from typing import Callable
 
+from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Value
@@ -60,7 +61,7 @@ def _slots_taken_subquery():
 
 def _take_locked_item(
     *, round: CollectionRound, item: WorkItem, worker: Worker, now: datetime, rng: random.Random,
-    provider_assignment_id: str, provider_task_id: str, hold_seconds: int | None = None,
+    provider_assignment_id: str, provider_task_id: str, hold_seconds: int | None = None, in_preview: bool = False,
 ) -> Assignment | None:
     """With the item row locked: recount its slots and, if one is free, give it to the worker."""
     if item.completed_at is not None:
@@ -79,14 +80,15 @@ def _take_locked_item(
         return None
     assignment = _new_assignment(round=round, item=item, worker=worker, now=now, rng=rng, handler=handler,
                                  provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
-                                 hold_seconds=hold_seconds)
+                                 hold_seconds=hold_seconds, in_preview=in_preview)
     assignment.save()
     return assignment
 
 
 def _new_assignment(*, round, item, worker, now, rng, handler, provider_assignment_id, provider_task_id,
-                    hold_seconds: int | None = None) -> Assignment:
-    """The unsaved, validated assignment of the item to the worker; held ``hold_seconds`` at most."""
+                    hold_seconds: int | None = None, in_preview: bool = False) -> Assignment:
+    """The unsaved, validated assignment of the item to the worker; held ``hold_seconds`` at most
+    (``in_preview``: for a look, until the worker starts it)."""
     seconds = round.time_limit_seconds if hold_seconds is None else min(round.time_limit_seconds, hold_seconds)
     assignment = Assignment(
         round=round,
@@ -94,6 +96,7 @@ def _new_assignment(*, round, item, worker, now, rng, handler, provider_assignme
         worker=worker,
         accepted_at=now,
         expires_at=now + timedelta(seconds=seconds),
+        in_preview=in_preview,
         presentation=handler.present(item=item, rng=rng),
         provider_assignment_id=provider_assignment_id,
         provider_task_id=provider_task_id,
@@ -120,6 +123,7 @@ def request_assignment(
     item: WorkItem | None = None,
     budget_allows: Callable[[CollectionRound, Worker], bool] | None = None,
     arrival_hold: Callable[[], dict] | None = None,
+    preview: bool = False,
 ) -> Assignment | None:
     """The worker's open assignment in the round, or a new one on an item they have not done; None when
     nothing is left for them (so in a complete round).
@@ -135,6 +139,10 @@ def request_assignment(
     task then expires after ``s`` seconds (at most the round's time limit), and none is given while
     the round already holds ``n`` such tasks taken in the last ``s`` seconds (counted with the round
     row locked); ``{}`` holds it for the round's time limit.
+
+    ``preview``: a page shows the task before the worker starts it; a new one is held only for
+    ``TASK_PREVIEW_SECONDS`` (``in_preview``), and gets the round's time limit when the worker starts
+    it (``start_assignment``). Workers only looking then do not hold items others need.
 
     The round is read again unless it comes from ``read_round_for_worker`` in this request.
 
@@ -157,9 +165,11 @@ def request_assignment(
         raise ConsentRequired(_("Please read the study information and agree to it before the first task."))
     hold = arrival_hold() if arrival_hold is not None else {}
     hold_seconds, hold_limit = hold.get("hold_seconds"), hold.get("hold_limit")
-    take = dict(round=round, worker=worker, now=now, rng=rng, hold_seconds=hold_seconds,
+    if preview:
+        hold_seconds = min(settings.TASK_PREVIEW_SECONDS, hold_seconds or settings.TASK_PREVIEW_SECONDS)
+    take = dict(round=round, worker=worker, now=now, rng=rng, hold_seconds=hold_seconds, in_preview=preview,
                 provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id)
-    if (item is None and budget_allows is None and hold_seconds is None and not facts.has_open_assignment
+    if (item is None and budget_allows is None and hold_limit is None and not facts.has_open_assignment
             and _plain_round(round)):
         assignment = _claim_first_free_item(**take)
         if assignment is not None:
@@ -193,7 +203,7 @@ class _NotClaimed(Exception):
 
 
 def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, provider_task_id,
-                           hold_seconds=None) -> Assignment | None:
+                           hold_seconds=None, in_preview=False) -> Assignment | None:
     """The common case in two statements: lock the first item (by position) that has a free slot, is
     not the worker's and that no other request holds (SKIP LOCKED), then insert the assignment only if
     a recount in the same statement still finds a slot free (the lock's snapshot may miss an assignment
@@ -212,7 +222,8 @@ def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, p
             item.round = round
             assignment = _new_assignment(round=round, item=item, worker=worker, now=now, rng=rng, handler=handler,
                                          provider_assignment_id=provider_assignment_id,
-                                         provider_task_id=provider_task_id, hold_seconds=hold_seconds)
+                                         provider_task_id=provider_task_id, hold_seconds=hold_seconds,
+                                         in_preview=in_preview)
             if not _insert_if_slot_free(assignment, needed=round.workers_per_item):
                 raise _NotClaimed
             return assignment
@@ -296,7 +307,7 @@ def _insert_if_slot_free(assignment: Assignment, *, needed: int) -> bool:
 
 def _request_assignment_locked(
     *, round, worker, now, rng, provider_assignment_id, provider_task_id, only_item, budget_allows,
-    hold_seconds=None, hold_limit=None,
+    hold_seconds=None, hold_limit=None, in_preview=False,
 ) -> Assignment | None:
     existing = Assignment.objects.filter(
         round=round, worker=worker, status=Assignment.Status.ASSIGNED, expires_at__gt=now
@@ -343,7 +354,7 @@ def _request_assignment_locked(
         .values_list("pk", flat=True)[:CANDIDATE_BATCH]
     )
     take = dict(
-        round=round, worker=worker, now=now, rng=rng, hold_seconds=hold_seconds,
+        round=round, worker=worker, now=now, rng=rng, hold_seconds=hold_seconds, in_preview=in_preview,
         provider_assignment_id=provider_assignment_id, provider_task_id=provider_task_id,
     )
     busy = []

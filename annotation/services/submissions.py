@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -13,18 +13,20 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from djangokit.prepared import PreparedQuery
-from djangokit.transitions import move
+from djangokit.transitions import move, move_reading
 
 from .. import guardrails
-from ..eligibility import judgments_needed, qualifying_result
+from ..judgments import announce as announce_judgment
+from ..eligibility import (WorkerFacts, facts_from_row, judgments_needed, qualifying_result, read_round_for_worker,
+                           worker_facts_columns)
 from ..languages import speaking_to
-from ..errors import (AssignmentNotActive, AssignmentNotFound, BrokenItem, ConflictingResubmission, InvalidTransition,
-                      NotYourAssignment, RoundNotOpen, invalid_submission, message_of)
+from ..errors import (AssignmentNotActive, AssignmentNotFound, BrokenItem, ConflictingResubmission, CrowdWorkError,
+                      InvalidTransition, NotYourAssignment, RoundNotOpen, invalid_submission, message_of)
 from ..models import (ASSIGNMENT_REVIEW, ASSIGNMENT_STATUS, Assignment, CollectionRound, Qualification, Worker,
                       WorkItem)
 from ..task_types import get_task_type
 from ..task_types.base import TaskType
-from .engine import ROWS_IN_HAND, item_fits
+from .engine import ROWS_IN_HAND, item_fits, request_assignment
 from .rounds import ACTIVE_STATUSES, complete_round_if_last_item
 from .workers import grant_qualification
 
@@ -35,14 +37,29 @@ logger = logging.getLogger(__name__)
 class SubmitOutcome:
     assignment: Assignment
     created: bool  # False when the same submission was already stored
+    item_completed: bool = False  # this submission completed its item
 
 
-def _locked_assignment_of(*, assignment_id: Any, worker: Worker, with_item: bool = True) -> Assignment:
+@dataclass
+class SubmitAndNextOutcome:
+    submitted: SubmitOutcome
+    round: CollectionRound  # with ``worker_facts`` as they are after the submission
+    next: Assignment | None  # the worker's next task in the round; None when nothing is left for them
+    refusal: str = ""  # why no next task was given, when it was refused (``CrowdWorkError``)
+
+
+def _locked_assignment_of(*, assignment_id: Any, worker: Worker, with_item: bool = True,
+                          with_facts: bool = False) -> Assignment:
+    """The worker's assignment, locked, with its round (and item); ``with_facts``: with the worker's
+    facts in the round as well (``eligibility.worker_facts_columns``), read in the same statement."""
     try:
         assignment_id = int(assignment_id)
     except (TypeError, ValueError):
         raise AssignmentNotFound(_("Unknown assignment.")) from None
-    assignment = _locked_assignment.first(with_item, assignment_id=assignment_id)
+    if with_facts:
+        assignment = _locked_assignment_with_facts.first(with_item, assignment_id=assignment_id, worker_id=worker.pk)
+    else:
+        assignment = _locked_assignment.first(with_item, assignment_id=assignment_id)
     if assignment is None:
         raise AssignmentNotFound(_("Unknown assignment."))
     if assignment.worker_id != worker.pk:
@@ -58,6 +75,11 @@ def _build_locked_assignment(with_item: bool, assignment_id: int):
             .select_related("round", *(["item"] if with_item else [])).filter(pk=assignment_id).order_by()[:1])
 
 
+def _build_locked_assignment_with_facts(with_item: bool, assignment_id: int, worker_id: int):
+    return _build_locked_assignment(with_item, assignment_id).annotate(
+        **worker_facts_columns(round_ref="round_id", project_ref="round__project_id", worker_id=worker_id))
+
+
 def _build_locked_item(targets: tuple, item_id: int):
     return (WorkItem.objects.select_for_update(no_key=True, of=("self",)).select_related(*targets)
             .filter(pk=item_id).order_by()[:1])
@@ -65,6 +87,8 @@ def _build_locked_item(targets: tuple, item_id: int):
 
 # Every submission reads both: compiled once (``djangokit.prepared``).
 _locked_assignment = PreparedQuery(_build_locked_assignment)
+# Submit-and-next: the next task needs the worker's facts in the round, read with the lock.
+_locked_assignment_with_facts = PreparedQuery(_build_locked_assignment_with_facts)
 
 
 _locked_item_with_targets = PreparedQuery(_build_locked_item)
@@ -90,19 +114,38 @@ def return_assignment(*, assignment_id: int, worker: Worker) -> Assignment:
     return move(assignment, ASSIGNMENT_STATUS, "give_back")
 
 
+def start_assignment(*, assignment_id: int, worker: Worker, now: datetime | None = None) -> Assignment:
+    """The worker starts the task a page showed them (``in_preview``): it is theirs for the round's
+    time limit from now. Starting a started task changes nothing; a task whose preview ran out, or
+    that is not open, is refused (``AssignmentNotActive``) and the page offers the next one."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker, with_item=False)
+        if assignment.status != Assignment.Status.ASSIGNED or assignment.expires_at <= now:
+            raise AssignmentNotActive(_("The time for this task ran out."))
+        if assignment.in_preview:
+            assignment.in_preview = False
+            assignment.expires_at = now + timedelta(seconds=assignment.round.time_limit_seconds)
+            Assignment.objects.filter(pk=assignment.pk).update(in_preview=False, expires_at=assignment.expires_at)
+        return assignment
+
+
 def submit_assignment(
-    *, assignment_id: Any, worker: Worker, data: Any, files: Any = None, now: datetime | None = None
+    *, assignment_id: Any, worker: Worker, data: Any, files: Any = None, now: datetime | None = None,
+    with_facts: bool = False,
 ) -> SubmitOutcome:
     """Validate and store a submission once; a repeat of the same submission returns the stored one.
 
-    Raises a CrowdWorkError (4xx) and changes nothing when the submission is refused.
+    Raises a CrowdWorkError (4xx) and changes nothing when the submission is refused. ``with_facts``:
+    the worker's facts in the round are read with the locked assignment (``submit_and_next``).
     """
     now = now or timezone.now()
     with transaction.atomic():
         # The item is locked on its own below, with the targets of the round's task type only: joining
         # every target column here (the type is not known before this read) costs the planner more
         # than the extra statement.
-        assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker, with_item=False)
+        assignment = _locked_assignment_of(assignment_id=assignment_id, worker=worker, with_item=False,
+                                           with_facts=with_facts)
         # From here on the assignment is the worker's own: refusals speak the worker's language on its round.
         with speaking_to(worker=worker, round=assignment.round):
             return _submit_locked(assignment=assignment, worker=worker, data=data, files=files, now=now)
@@ -170,11 +213,51 @@ def _submit_locked(*, assignment: Assignment, worker: Worker, data: Any, files: 
         changed.append("gold_passed")
     assignment.full_clean(exclude=ROWS_IN_HAND, validate_constraints=False)
     # One conditional update: the status and review status move together (a check constraint holds them).
-    move(assignment, ASSIGNMENT_STATUS, "submit", also={ASSIGNMENT_REVIEW: "submit"},
-         **{field: getattr(assignment, field) for field in changed})
-    complete_item_if_done(item_id=item.pk, now=now, locked=item)
+    # With the item's counted judgments, read in the same statement (after the item's lock, so every
+    # judgment committed before it was granted is seen); this one counts once submitted if confirmed.
+    _moved, others = move_reading(assignment, ASSIGNMENT_STATUS, "submit", also={ASSIGNMENT_REVIEW: "submit"},
+                                  read=_judgments_counted_sql(item.pk),
+                                  **{field: getattr(assignment, field) for field in changed})
+    judgments = (others or 0) + int(assignment.confirmation == Assignment.Confirmation.CONFIRMED)
+    completed = complete_item_if_done(item_id=item.pk, now=now, locked=item, judgments=judgments)
     qualify_if_passed(round=assignment.round, worker=worker)
-    return SubmitOutcome(assignment=assignment, created=True)
+    announce_judgment(round=assignment.round, handler=handler)
+    return SubmitOutcome(assignment=assignment, created=True, item_completed=completed)
+
+
+def submit_and_next(*, assignment_id: Any, worker: Worker, data: Any, files: Any = None, now: datetime | None = None,
+                    preview: bool = False) -> SubmitAndNextOutcome:
+    """Store the submission (``submit_assignment``), then give the worker their next task in the
+    round (``request_assignment``, ``preview`` as there): one request per task instead of two.
+
+    The worker's facts in the round come with the locked assignment and are brought up to date with
+    what the submission did, so the next task costs no read of the round; a submission that completed
+    its item (the round may be complete) or in a qualifying round reads them again. The submission
+    commits before the next task is claimed: a refusal of the next task never undoes it.
+    """
+    outcome = submit_assignment(assignment_id=assignment_id, worker=worker, data=data, files=files, now=now,
+                                with_facts=True)
+    assignment = outcome.assignment
+    round = assignment.round
+    if outcome.item_completed or (round.qualification_rules or {}).get("qualifies_for_project") is not None:
+        round = read_round_for_worker(round_id=round.pk, worker=worker)
+    else:
+        read = facts_from_row(assignment, worker_id=worker.pk)
+        failed = outcome.created and assignment.gold_passed is False and (
+            assignment.confirmation == Assignment.Confirmation.CONFIRMED)
+        round.worker_facts = WorkerFacts(
+            worker_id=worker.pk, failed_checks=read.failed_checks + int(failed),
+            done=read.done + int(outcome.created), items=read.items, qualified=read.qualified,
+            consent_sha256=read.consent_sha256,
+            # The one open task of the worker in the round was the one just submitted.
+            has_open_assignment=read.has_open_assignment and not outcome.created)
+    with speaking_to(worker=worker, round=round):
+        try:
+            following = request_assignment(round=round, worker=worker, now=now, preview=preview)
+        except CrowdWorkError as error:
+            # The submission is stored all the same; the worker is told why no task follows.
+            return SubmitAndNextOutcome(submitted=outcome, round=round, next=None, refusal=error.message)
+    return SubmitAndNextOutcome(submitted=outcome, round=round, next=following)
 
 
 def _changes_data(handler) -> bool:
@@ -194,8 +277,20 @@ _judgments_counted = PreparedQuery(
     .values("item").annotate(n=Count("pk")).values_list("n", flat=True))
 
 
-def complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | None = None) -> None:
-    """``locked``: the item, already locked in this transaction (with its round)."""
+def _judgments_counted_sql(item_id: int) -> tuple[str, tuple]:
+    """The SQL of the item's counted judgments, one value (``move_reading``)."""
+    sql, params = _counted_of_item.sql(item_id=item_id)
+    return f"SELECT COUNT(*) FROM ({sql}) counted", params
+
+
+_counted_of_item = PreparedQuery(
+    lambda _shape, item_id: Assignment.objects.counted().filter(item_id=item_id).order_by().values("pk"))
+
+
+def complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | None = None,
+                          judgments: int | None = None) -> bool:
+    """``locked``: the item, already locked in this transaction (with its round); ``judgments``: its
+    counted judgments, read after the lock (counted here otherwise). Whether the item was completed now."""
     item = locked or (
         WorkItem.objects.select_for_update(no_key=True, of=("self",))
         .select_related("round")
@@ -203,16 +298,19 @@ def complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | Non
         .get(pk=item_id)
     )
     if item.completed_at is not None:
-        return
+        return False
     # Only confirmed judgments complete an item: forged or not-yet-confirmed provider work never does.
     # A statement of its own, after the lock: under READ COMMITTED it then sees every judgment
     # committed before the lock was granted (a subquery of the locking statement would not).
-    judgments = sum(_judgments_counted.all(item_id=item.pk))
+    if judgments is None:
+        judgments = sum(_judgments_counted.all(item_id=item.pk))
     if judgments >= judgments_needed(item=item):
         item.completed_at = now
         item.save(update_fields=["completed_at"])
         on_item_completed(item=item)
         complete_round_if_last_item(round_id=item.round_id)
+        return True
+    return False
 
 
 def on_item_completed(*, item: WorkItem) -> None:

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ..auth import IN_WORKER_GROUP
+from ..auth import IN_WORKER_GROUP, forget_cached_user
 from ..errors import InvalidSubmission, InvalidTransition, message_of
 from ..models import Qualification, Worker
 
@@ -42,13 +42,20 @@ def get_or_create_local_worker(*, user) -> Worker:
     # A plain read first: every request of a known worker comes here, and get_or_create's savepoint
     # would cost two more round trips each time.
     worker = Worker.objects.filter(provider=Worker.LOCAL, external_id=str(user.pk)).first()
-    if worker is not None:
-        return worker
-    with transaction.atomic():
-        worker, _created = Worker.objects.get_or_create(
-            provider=Worker.LOCAL, external_id=str(user.pk), defaults={"user": user}
-        )
+    if worker is None:
+        with transaction.atomic():
+            worker, _created = Worker.objects.get_or_create(
+                provider=Worker.LOCAL, external_id=str(user.pk), defaults={"user": user}
+            )
+    # A cached copy of the user (``annotation.auth``) did not have the record: the next request reads it.
+    forget_cached_user(user.pk)
     return worker
+
+
+def worker_changed(worker: Worker) -> None:
+    """What the services that block, qualify or change a worker call in their transaction: a cached
+    copy of the worker's user is not served once it commits (``annotation.auth``)."""
+    forget_cached_user(worker.user_id)
 
 
 @transaction.atomic
@@ -61,6 +68,7 @@ def set_worker_languages(*, worker: Worker, languages: Iterable[str]) -> Worker:
     except ValidationError as error:
         raise InvalidSubmission(message_of(error)) from None
     locked.save(update_fields=["languages"])
+    worker_changed(locked)
     return locked
 
 
@@ -68,12 +76,18 @@ def grant_qualification(*, worker: Worker, project, source: str, granted_by=None
     """Allow the worker onto the project's ``qualified_only`` rounds; (the qualification, whether new)."""
     if project is None:
         raise InvalidTransition(_("Only rounds of a project have qualified workers."))
-    return Qualification.objects.get_or_create(
-        worker=worker, project=project, defaults={"source": source, "granted_by": granted_by}
-    )
+    with transaction.atomic():
+        outcome = Qualification.objects.get_or_create(
+            worker=worker, project=project, defaults={"source": source, "granted_by": granted_by}
+        )
+        if outcome[1]:
+            worker_changed(worker)
+    return outcome
 
 
 def mark_work_history_seen(*, worker: Worker) -> None:
     """The worker has looked at their work and its reviews: feedback given until now is no longer new."""
     worker.work_history_seen_at = timezone.now()
-    Worker.objects.filter(pk=worker.pk).update(work_history_seen_at=worker.work_history_seen_at)
+    with transaction.atomic():
+        Worker.objects.filter(pk=worker.pk).update(work_history_seen_at=worker.work_history_seen_at)
+        worker_changed(worker)

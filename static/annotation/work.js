@@ -13,10 +13,13 @@
     statusLine.textContent = message;
   }
 
-  // --- timer ---
+  // --- timer: runs from when the worker starts the task ---
   const timer = document.getElementById("task-timer");
-  if (timer) {
-    const deadline = Date.now() + Number(timer.dataset.secondsLeft) * 1000;
+  let handle = null;
+  function runTimer(secondsLeft) {
+    if (!timer) return;
+    if (handle !== null) clearInterval(handle);
+    const deadline = Date.now() + secondsLeft * 1000;
     const tick = function () {
       const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
       const minutes = Math.floor(left / 60);
@@ -27,8 +30,53 @@
         clearInterval(handle);
       }
     };
-    const handle = setInterval(tick, 1000);
+    handle = setInterval(tick, 1000);
     tick();
+  }
+  function showTimeLimit(secondsLeft) {
+    if (!timer) return;
+    timer.textContent = Math.floor(secondsLeft / 60) + ":" + String(secondsLeft % 60).padStart(2, "0");
+  }
+
+  // --- start: a task the page shows is held for a look only; the worker's first input starts it ---
+  let started = null;
+  function csrfToken() {
+    return form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  }
+  function start() {
+    if (started === null) {
+      started = fetch(form.dataset.startUrl, {
+        method: "POST",
+        headers: { "X-CSRFToken": csrfToken(), "Accept": "application/json" },
+        credentials: "same-origin",
+      }).then(async function (response) {
+        const body = await response.json().catch(function () { return {}; });
+        if (response.ok) {
+          runTimer(Number(body.seconds_left));
+        } else {
+          say(body.detail || form.dataset.msgExpired);
+        }
+      }).catch(function () { /* the submission still goes; it is refused if the time ran out */ });
+    }
+    return started;
+  }
+  if (timer) {
+    const secondsLeft = Number(timer.dataset.secondsLeft);
+    if (form.dataset.inPreview) {
+      showTimeLimit(secondsLeft);
+      // Giving the task back is not working on it: the skip button does not start it.
+      const events = ["pointerdown", "keydown", "input", "change"];
+      const onFirstInput = function (event) {
+        const skip = document.getElementById("skip-button");
+        if (skip && skip.contains(event.target)) return;
+        events.forEach(function (name) { document.removeEventListener(name, onFirstInput, true); });
+        start();
+      };
+      events.forEach(function (name) { document.addEventListener(name, onFirstInput, true); });
+    } else {
+      started = Promise.resolve();
+      runTimer(secondsLeft);
+    }
   }
 
   function typingInField(target) {
@@ -46,6 +94,7 @@
       if (!window.confirm(form.dataset.msgSkipConfirm)) return;
       const token = form.querySelector("input[name=csrfmiddlewaretoken]").value;
       try {
+        if (started !== null) await started;  // a start already sent is answered first
         const response = await fetch(form.dataset.returnUrl, {
           method: "POST",
           headers: { "X-CSRFToken": token, "Accept": "application/json" },
@@ -94,8 +143,9 @@
     sending = true;
     submitButton.disabled = true;
     say(form.dataset.msgSending);
-    const token = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+    const token = csrfToken();
     try {
+      if (form.dataset.inPreview) await start();
       const response = await fetch(form.action, {
         method: "POST",
         body: new FormData(form),

@@ -92,7 +92,8 @@ def test_next_task_answers_the_assignment_with_its_fields_in_order():
     task = next_task(client, round).json()["assignment"]
     assignment = Assignment.objects.get(pk=task["id"])
     assert list(task) == ["id", "round", "task_type", "status", "review_status", "accepted_at", "expires_at",
-                          "submitted_at", "seconds_left", "payload", "task", "submit_url"]
+                          "submitted_at", "seconds_left", "payload", "task", "submit_url", "submit_and_next_url",
+                          "in_preview", "start_url"]
     assert {key: task[key] for key in ("id", "round", "task_type", "status", "review_status", "submitted_at",
                                        "payload")} == {
         "id": assignment.pk, "round": round.pk, "task_type": "verification", "status": "assigned",
@@ -101,6 +102,9 @@ def test_next_task_answers_the_assignment_with_its_fields_in_order():
     assert task["expires_at"] == assignment.expires_at.isoformat().replace("+00:00", "Z")
     assert task["accepted_at"].endswith("Z") and 0 < task["seconds_left"] <= round.time_limit_seconds
     assert task["submit_url"] == reverse("annotation-api:submit", args=[assignment.pk])
+    assert task["submit_and_next_url"] == reverse("annotation-api:submit-and-next", args=[assignment.pk])
+    # An API client that asks for a task takes it: it is not held for a look only.
+    assert task["in_preview"] is False and not assignment.in_preview
 
 
 def _state():

@@ -137,8 +137,9 @@ def fuzz(label, ids_by_parameter, credentials, schema=SCHEMA) -> list[int]:
 def test_every_operation_is_fuzzed():
     assert len(OPERATIONS) >= 25
     assert "POST /api/rounds/{id}/publish/" in OPERATIONS
-    assert len(WORKER_OPERATIONS) == 6
+    assert len(WORKER_OPERATIONS) == 8
     assert "POST /api/work/assignments/{assignment_id}/submit/" in WORKER_OPERATIONS
+    assert "POST /api/work/assignments/{assignment_id}/submit-and-next/" in WORKER_OPERATIONS
 
 
 @pytest.mark.parametrize("label", OPERATIONS)

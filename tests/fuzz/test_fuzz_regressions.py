@@ -68,6 +68,8 @@ def test_the_worker_schema_documents_the_worker_and_provider_endpoints(client):
     assert set(schema["paths"]) == {
         "/api/work/rounds/{round_id}/next/",
         "/api/work/assignments/{assignment_id}/submit/",
+        "/api/work/assignments/{assignment_id}/submit-and-next/",
+        "/api/work/assignments/{assignment_id}/start/",
         "/api/work/assignments/{assignment_id}/return/",
         "/api/work/assignments/{assignment_id}/report-image/",
         "/api/providers/assignments/{assignment_id}/submit/",

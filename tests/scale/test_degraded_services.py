@@ -69,3 +69,17 @@ def test_any_other_error_stays_a_500():
     except KeyError:
         response = server_error(request)
     assert response.status_code == 500 and b"bug" not in response.content
+
+
+def test_the_redis_cache_reuses_one_client_per_connection_pool():
+    """Django's client builds a redis.Redis per call; crowdbench's keeps one per pool, and it works."""
+    cache = ResilientRedisCache("redis://127.0.0.1:6379/14", {})
+    client = cache._cache.get_client(write=True)
+    assert cache._cache.get_client(write=False) is client
+    assert client.connection_pool is cache._cache._get_connection_pool(True)
+    cache.delete_many(["reused-client", "reused-client-n"])
+    cache.set("reused-client", {"a": 1}, 30)
+    assert cache.get("reused-client") == {"a": 1}
+    assert cache.add("reused-client-n", 1, 30) and cache.incr("reused-client-n") == 2
+    cache.delete_many(["reused-client", "reused-client-n"])
+    assert cache.get("reused-client") is None

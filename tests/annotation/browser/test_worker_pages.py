@@ -306,6 +306,8 @@ def test_skipping_a_task_gives_it_back_and_shows_the_next(page):
     open_round(page, round, user.username)
     first = Assignment.objects.get(round=round)
     assert page.locator(".answer-text").text_content() == first.item.candidate.text
+    posted = []
+    page.on("request", lambda request: request.method == "POST" and posted.append(request.url))
     page.once("dialog", lambda dialog: dialog.accept())
     with page.expect_navigation():
         page.get_by_role("button", name="Skip this task").click()
@@ -313,5 +315,8 @@ def test_skipping_a_task_gives_it_back_and_shows_the_next(page):
     assert page.locator(".answer-text").text_content() != first.item.candidate.text
     first.refresh_from_db()
     assert first.status == Assignment.Status.RETURNED
+    # Giving a task back is not working on it: the skip did not start it first.
+    assert [url.split("/api/work/")[-1] for url in posted] == [f"assignments/{first.pk}/return/"]
+    assert first.in_preview
     second = Assignment.objects.get(round=round, status=Assignment.Status.ASSIGNED)
     assert second.item_id != first.item_id
