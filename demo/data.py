@@ -113,10 +113,17 @@ MODEL_ANSWERS = {
     "instructblip-demo": "The image shows colourful geometric shapes.",
 }
 
-# Instances still in the pipeline: one awaiting its caption, one whose LLM answer awaits checking.
+# Instances still in the pipeline: one awaiting its caption, one awaiting its LLM reference (which
+# `load_demo` has the embedded model write: demo.llm_step), one whose LLM answer awaits checking.
 AWAITING_CAPTION = (
     "two",
     "What colour is the shape on the right, and is it bigger than the other one?",
+)
+AWAITING_REFERENCE = (
+    "three",
+    "Which shape is the closest to the green triangle?",
+    "A white background with three shapes from left to right: a red circle, a larger blue square in "
+    "the middle, and a small green triangle on the right.",
 )
 AWAITING_VERIFICATION = (
     "four",
@@ -227,6 +234,10 @@ def _bare_instance(family, scenes, instruction, status) -> Instance:
 def _pipeline_instances(family) -> None:
     scene, instruction = AWAITING_CAPTION
     _bare_instance(family, [SCENES[scene]], instruction, Instance.Status.AWAITING_CAPTION)
+    scene, instruction, caption = AWAITING_REFERENCE
+    instance = _bare_instance(family, [SCENES[scene]], instruction, Instance.Status.AWAITING_REFERENCE)
+    Caption.objects.create(instance=instance, position=0, kind=Caption.Kind.INSTRUCTION_CONDITIONED,
+                           text=caption, source=Source.RESEARCHER)
     scene, instruction, caption, answer = AWAITING_VERIFICATION
     instance = _bare_instance(family, [SCENES[scene]], instruction, Instance.Status.AWAITING_VERIFICATION)
     Caption.objects.create(instance=instance, position=0, kind=Caption.Kind.INSTRUCTION_CONDITIONED,

@@ -48,6 +48,7 @@ from .calls import (
     request_hash,
     storable_body,
 )
+from . import embedded
 from .config import LLMConfig, LLMNotConfigured, ModelPrice
 from .images import ImageSource, image_url, vision_message
 from .models import LLMCall, LLMRun
@@ -515,6 +516,7 @@ class LLMClient:
             api_key=config.api_key or _no_api_key,
             timeout=config.timeout,
             max_retries=0,  # kernel.retry retries, with Retry-After and a shared pause
+            http_client=self._embedded_http_client(),
         )
         gate = self._gate()
         drain = asyncio.create_task(recorder.drain())
@@ -544,6 +546,12 @@ class LLMClient:
             leader = results[indexes[0]]
             for index in indexes[1:]:  # the same request twice in one batch: sent once
                 results[index] = replace(leader, cached=True, cost_usd=Decimal(0)) if leader.ok else replace(leader)
+
+    def _embedded_http_client(self) -> httpx.AsyncClient | None:
+        """With no server configured, the embedded model answers the SDK's requests in-process."""
+        if not self.config.embedded:
+            return None
+        return embedded.async_http_client(self.config.embedded_serving, timeout=self.config.timeout)
 
     @staticmethod
     async def _close_recorder(recorder: _Recorder, drain: asyncio.Task) -> None:

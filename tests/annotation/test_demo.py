@@ -95,6 +95,8 @@ def test_load_demo_prints_what_the_crowd_did():
     call_command("load_demo", stdout=out)
     text = out.getvalue()
     assert "Simulated crowd:" in text and "pairwise" in text and "Open for you to try:" in text
+    # The tests turn the embedded model off: the loader says no LLM step ran, and why.
+    assert "LLM steps: none run." in text and "LLM_EMBEDDED=0" in text
     assert CollectionRound.objects.get(name__endswith="Which response is better?").items.filter(
         completed_at__isnull=True).count() == 0
     # Worker quality is computed for every round the simulated crowd completed, for the Workers page.

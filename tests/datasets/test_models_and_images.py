@@ -90,9 +90,12 @@ def test_one_current_caption_per_image_and_kind():
 def test_demo_data_is_idempotent_and_complete():
     first = create_demo_data()
     assert create_demo_data() == first
-    assert first == {"families": 2, "instances": 6, "review_sets": 2}
-    # Work for the demo rounds: an instance awaiting its caption, an answer awaiting verification.
+    assert first == {"families": 2, "instances": 7, "review_sets": 2}
+    # Work for the demo rounds: an instance awaiting its caption, an answer awaiting verification;
+    # for the demo's LLM step, a captioned instance awaiting its reference.
     assert Instance.objects.filter(status="awaiting_caption").count() == 1
+    awaiting_reference = Instance.objects.get(status="awaiting_reference")
+    assert awaiting_reference.captions.count() == 1 and not awaiting_reference.reference_candidates.exists()
     waiting = Instance.objects.get(status="awaiting_verification")
     assert waiting.reference_candidates.get().verifications.count() == 0
     multi = InstructionFamily.objects.get(is_multi_image=True)

@@ -46,9 +46,20 @@ def test_llm_check_without_configuration_prints_no_traceback(tmp_path):
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith(("LLM_", "OPENAI_"))}
     environment["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    environment["LLM_EMBEDDED"] = "0"  # else the embedded model answers (next test)
     finished = subprocess.run([sys.executable, "manage.py", "llm_check"], cwd=root, env=environment,
                               capture_output=True, text=True, timeout=120)
     assert finished.returncode == 1
     assert "Traceback" not in finished.stderr
     assert "CommandError: The LLM is not configured" in finished.stderr
     assert "LLM_BASE_URL" in finished.stderr
+
+
+def test_llm_check_with_nothing_configured_lists_the_embedded_model(settings):
+    settings.LLM_BASE_URL = settings.LLM_API_KEY = settings.LLM_MODEL = ""
+    settings.LLM_EMBEDDED = True
+    out = StringIO()
+    call_command("llm_check", stdout=out)
+    text = out.getvalue()
+    assert "embedded model SmolLM2-135M-Instruct (a small local model: for trying the pipeline, not for results)" in text
+    assert "server answers; models: SmolLM2-135M-Instruct" in text

@@ -1,4 +1,5 @@
 import secrets
+import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -10,6 +11,8 @@ from demo.rounds import create_demo_rounds
 from demo.data import create_demo_data
 from projects.models import Membership, Project
 from demo.crowd import complete_demo_rounds
+from demo.llm_step import run_demo_reference_step
+from evaluation.stored_results import refresh_results
 from projects.services import create_project, set_member
 from quality.services import recompute_round_quality
 
@@ -22,7 +25,8 @@ class Command(BaseCommand):
     help = (
         "Load the demo data (families, instances, review sets and one open round of each task "
         "type), let a simulated crowd complete the pairwise, ranking and verification rounds (and compute "
-        "their worker quality), create "
+        "their worker quality), have the embedded LLM write the reference awaited when no LLM server "
+        "is configured, create "
         "a researcher and local worker logins with fresh passwords, print the URLs."
     )
 
@@ -40,6 +44,12 @@ class Command(BaseCommand):
             # The cockpit's Workers page shows the stored quality of the rounds the crowd worked on.
             for key in crowd.completed_items:
                 recompute_round_quality(round=rounds[key])
+        # With no server configured, the embedded model writes the awaiting reference: a step run on the board.
+        llm_step = run_demo_reference_step(project=project, researcher=researcher)
+        # The results pages serve stored results: computed here once, the first view shows them at once.
+        started = time.perf_counter()
+        refresh_results(project=project)
+        results_seconds = time.perf_counter() - started
         base = f"http://{host}:{port}"
         self.stdout.write(self.style.SUCCESS(
             f"Demo data: {counts['families']} families, {counts['instances']} instances, "
@@ -52,6 +62,8 @@ class Command(BaseCommand):
             + " tasks now; items complete: "
             + ", ".join(f"{key} {done}" for key, done in crowd.completed_items.items()) + "."
         )
+        self.stdout.write(llm_step)
+        self.stdout.write(f"Results (leaderboards, IRR report) computed and stored in {results_seconds:.1f} s.")
         still_open = sorted(set(rounds) - set(crowd.completed_items))
         self.stdout.write(f"Open for you to try: {', '.join(still_open)}.")
         self.stdout.write("")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import openai
 from django.core.management.base import BaseCommand, CommandError
 
+from llm import embedded
 from llm.cli import not_configured
 from llm.config import LLMConfig, LLMNotConfigured
 
@@ -16,6 +17,9 @@ class Command(BaseCommand):
             config = LLMConfig.from_settings()
         except LLMNotConfigured as error:
             raise not_configured(error) from None
+        if config.embedded:
+            self.stdout.write(f"embedded model {config.model} ({embedded.EMBEDDED_DESCRIPTION}); "
+                              "set LLM_BASE_URL or LLM_API_KEY to use a server instead")
         self.stdout.write(f"base URL      {config.base_url or '(OpenAI default: https://api.openai.com/v1)'}")
         self.stdout.write(f"API key       {'set' if config.api_key else 'not set'}")
         self.stdout.write(f"default model {config.model or '(not set: LLM_MODEL)'}")
@@ -31,6 +35,7 @@ class Command(BaseCommand):
             api_key=config.api_key or (lambda: ""),
             timeout=min(config.timeout, 30),
             max_retries=0,
+            http_client=embedded.http_client(config.embedded_serving) if config.embedded else None,
         )
         headers = {} if config.api_key else {"Authorization": openai.omit}
         try:
