@@ -63,8 +63,7 @@ def _rows(*, kind: str, round: CollectionRound | None, project=None, include_gol
     rows = []
     for handler in task_types_yielding(kind):
         judgments = _judgments(task_type=handler.key, round=round, project=project, include_gold=include_gold)
-        for assignment in handler.judgment_queryset(judgments):
-            rows.extend(handler.judgment_rows(assignment))
+        rows.extend(handler.judgment_table(judgments))
     return rows
 
 
@@ -502,3 +501,48 @@ def work_items_for_user(user) -> QuerySet[WorkItem]:
 
 def assignments_for_user(user) -> QuerySet[Assignment]:
     return Assignment.objects.filter(round__project__in=projects_for_user(user))
+
+
+# --- one row's history in the crowd work (the cockpit's data browser) -----------------------------
+
+HISTORY_ITEMS = 200
+
+
+def _target_conditions(row) -> Q:
+    """Work items whose target is ``row``, or (for a row others point at, e.g. an instance) a target
+    that belongs to it (its reference candidates, outputs, reference), found from the item's columns."""
+    condition = Q(pk__in=[])
+    for field in WorkItem._meta.get_fields():
+        if not (field.many_to_one and field.name != "round"):
+            continue
+        related = field.related_model
+        if isinstance(row, related):
+            condition |= Q(**{field.name: row})
+            continue
+        for inner in related._meta.get_fields():
+            if inner.many_to_one and isinstance(row, inner.related_model) and inner.name == type(row)._meta.model_name:
+                condition |= Q(**{f"{field.name}__{inner.name}": row})
+    return condition
+
+
+def item_history(row, *, project) -> list[dict]:
+    """The rounds of ``project`` whose work items are about ``row`` (a family, instance, review set or
+    model output), newest first, each item with its submitted judgments (worker, dates, review status,
+    answers in the type's own terms)."""
+    items = (WorkItem.objects.filter(_target_conditions(row), round__project=project)
+             .select_related("round").order_by("-round__created_at", "-round_id", "position")[:HISTORY_ITEMS])
+    items = list(items)
+    judgments: dict[int, list[Assignment]] = {}
+    for assignment in (Assignment.objects.submitted().filter(item__in=[item.pk for item in items])
+                       .select_related("worker__user", "round").order_by("submitted_at", "pk")):
+        judgments.setdefault(assignment.item_id, []).append(assignment)
+    return [{"item": item, "round": item.round, "judgments": [
+        {"assignment": assignment, "answers": _answers(assignment)} for assignment in judgments.get(item.pk, [])]}
+        for item in items]
+
+
+def _answers(assignment: Assignment) -> dict | None:
+    try:
+        return get_task_type(assignment.round.task_type).answers(assignment)
+    except BROKEN_ITEM_ERRORS:
+        return None

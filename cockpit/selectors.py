@@ -9,11 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db.models import Count, Q
+from django.urls import reverse
+from django.utils.translation import gettext as _
 
-from annotation.models import CollectionRound
+from annotation.models import Assignment, CollectionRound
 from annotation.selectors import round_progress
-from annotation.task_types import round_type_for_stage
-from datasets_app.models import Instance, ModelOutput, ReviewSet, Source
+from annotation.task_types import REGISTRY, round_type_for_stage, task_types_yielding
+from datasets_app.models import Instance, InstructionFamily, ModelOutput, ReferenceCandidate, ReviewSet, Source
+from evaluation.models import JudgedBattle
+from projects.models import Release
 from stepruns.kinds.registry import KINDS
 from stepruns.models import StepRun
 
@@ -125,3 +129,98 @@ def pipeline_board(project) -> dict:
         "complete_rounds": rounds_complete(project),
         "runs": recent_runs(project),
     }
+
+
+# --- the first-steps checklist ----------------------------------------------------------------------
+
+
+@dataclass
+class FirstStep:
+    key: str
+    label: str
+    done: bool
+    url: str
+    track: str  # "visit-bench" or "irr"
+
+
+def _round_kind(task_type) -> str:
+    """The round builder's ``kind`` for a task type: its first item source."""
+    return f"{task_type.key}:{task_type.item_sources[0].key}" if task_type.item_sources else task_type.key
+
+
+def _rounds_run(project, task_types) -> bool:
+    """Whether the project has opened a round of one of these types (a draft or a cancelled one is not a step done)."""
+    keys = [task_type.key for task_type in task_types]
+    return CollectionRound.objects.filter(project=project, task_type__in=keys).exclude(
+        status__in=(CollectionRound.Status.DRAFT, CollectionRound.Status.CANCELLED)).exists()
+
+
+@dataclass
+class Checklist:
+    steps: list[FirstStep]
+
+    @property
+    def done(self) -> int:
+        return sum(step.done for step in self.steps)
+
+    @property
+    def complete(self) -> bool:
+        return self.done == len(self.steps)
+
+
+def first_steps(project) -> Checklist:
+    """The pipeline's steps in order, each ticked from the project's data, with the page that does it.
+    Task types are found by what they do (the stage they move on, what they yield, what they target),
+    step kinds by their stage: never by name."""
+    slug = project.slug
+    board = reverse("cockpit:project", args=[slug])
+    new_round = reverse("cockpit:round-new", args=[slug])
+    instances = Instance.objects.filter(family__project=project)
+    steps: list[FirstStep] = []
+
+    def add(key, label, done, url, track="visit-bench"):
+        steps.append(FirstStep(key=key, label=label, done=bool(done), url=url, track=track))
+
+    add("material", _("Import instances or add instruction families with their images"),
+        InstructionFamily.objects.filter(project=project).exists(), f"{board}#upload-families")
+    family_types = [task_type for _, task_type in REGISTRY.items() if "family" in task_type.target_fields]
+    if family_types:
+        add("instruction-round", _("Open an instruction-writing round"), _rounds_run(project, family_types)
+            or instances.filter(source=Source.CROWD).exists(), f"{new_round}?kind={_round_kind(family_types[0])}")
+    found = round_type_for_stage(S.AWAITING_CAPTION)
+    if found:
+        add("caption-round", _("Open a caption round"), _rounds_run(project, [found[0]]),
+            f"{new_round}?kind={found[0].key}:{found[1].key}")
+    reference_kinds = [name for name, kind in KINDS.items() if kind.stage == S.AWAITING_REFERENCE]
+    if reference_kinds:
+        add("references", _("Generate reference candidates with an LLM"),
+            ReferenceCandidate.objects.filter(instance__family__project=project).exists(),
+            f"{board}#start-{reference_kinds[0]}")
+    found = round_type_for_stage(S.AWAITING_VERIFICATION)
+    if found:
+        add("verification-round", _("Open a verification round"), _rounds_run(project, [found[0]]),
+            f"{new_round}?kind={found[0].key}:{found[1].key}")
+    add("model-outputs", _("Add model outputs (upload predictions or generate them)"),
+        ModelOutput.objects.filter(instance__family__project=project).exists(), f"{board}#upload-predictions")
+    battle_types = task_types_yielding("battles")
+    if battle_types:
+        add("pairwise-round", _("Open a pairwise round"), _rounds_run(project, battle_types),
+            f"{new_round}?kind={_round_kind(battle_types[0])}")
+    add("results", _("Read the results"),
+        Assignment.objects.counted().filter(round__project=project,
+                                            round__task_type__in=[t.key for t in battle_types]).exists()
+        or JudgedBattle.objects.filter(instance__family__project=project).exists(),
+        reverse("cockpit:results", args=[slug]))
+    add("release", _("Make a release"), Release.objects.filter(project=project).exists(),
+        reverse("cockpit:releases", args=[slug]))
+    add("review-sets", _("Import or generate IRR review sets"), ReviewSet.objects.filter(project=project).exists(),
+        f"{board}#upload-review-sets", track="irr")
+    ranking_types = task_types_yielding("rankings")
+    if ranking_types:
+        add("ranking-round", _("Open a ranking round"), _rounds_run(project, ranking_types),
+            f"{new_round}?kind={_round_kind(ranking_types[0])}", track="irr")
+    add("irr-report", _("Read the IRR report"),
+        Assignment.objects.counted().filter(round__project=project,
+                                            round__task_type__in=[t.key for t in ranking_types]).exists(),
+        reverse("cockpit:irr", args=[slug]), track="irr")
+    return Checklist(steps)

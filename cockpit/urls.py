@@ -1,5 +1,5 @@
 """The researcher cockpit under /projects/: one URL list per area module."""
-from .views import board, leaderboard, projects, results, review, rounds, tokens, watch, workers
+from .views import board, data, leaderboard, llm_models, projects, results, review, rounds, tokens, watch, workers
 
 app_name = "cockpit"
 
@@ -8,9 +8,11 @@ urlpatterns = (
     + tokens.urlpatterns  # before board's <slug>/
     + board.urlpatterns
     + rounds.urlpatterns
+    + data.urlpatterns
     + review.urlpatterns
     + workers.urlpatterns
     + results.urlpatterns
     + leaderboard.urlpatterns
     + watch.urlpatterns
+    + llm_models.urlpatterns
 )

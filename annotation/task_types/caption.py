@@ -40,7 +40,8 @@ class CaptionForm(forms.Form):
 
 
 class AwaitingCaptionParams(forms.Form):
-    instance_ids = ids_field("Instances", "Ids of the project's instances awaiting a caption; empty for all.")
+    instance_ids = ids_field("Instances", "Ids of the project's instances awaiting a caption; empty for all.",
+                             browse="instances")
     limit = limit_field()
 
 

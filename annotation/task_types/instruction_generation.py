@@ -112,7 +112,8 @@ class InstructionGenerationForm(forms.Form):
 
 
 class FamiliesParams(forms.Form):
-    family_ids = ids_field("Families", "Ids of the project's families; empty for all of them.")
+    family_ids = ids_field("Families", "Ids of the project's families; empty for all of them.",
+                           browse="families")
     per_family = forms.IntegerField(min_value=1, max_value=1000, required=False, initial=1,
                                     label="Items per family", help_text="Each item asks one worker for one new instruction.")
 

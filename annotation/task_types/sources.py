@@ -49,8 +49,11 @@ class SourceResult:
 class ListOfValuesField(forms.Field):
     """A list, from JSON (a list) or from a form (one comma-separated text); empty means all."""
 
-    def __init__(self, *, base_field: forms.Field, **kwargs):
+    def __init__(self, *, base_field: forms.Field, browse: str | None = None, **kwargs):
         self.base_field = base_field
+        # Which of the project's data lists the values come from ("families", "instances", …): the
+        # cockpit links the field to its data browser.
+        self.browse = browse
         kwargs.setdefault("required", False)
         super().__init__(**kwargs)
 
@@ -77,8 +80,9 @@ class ListOfValuesField(forms.Field):
         return value
 
 
-def ids_field(label: str, help_text: str) -> ListOfValuesField:
-    return ListOfValuesField(base_field=forms.IntegerField(min_value=1), label=label, help_text=help_text)
+def ids_field(label: str, help_text: str, *, browse: str | None = None) -> ListOfValuesField:
+    return ListOfValuesField(base_field=forms.IntegerField(min_value=1), label=label, help_text=help_text,
+                             browse=browse)
 
 
 def seed_field() -> forms.IntegerField:

@@ -10,13 +10,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from datasets_app.uploads import import_families_upload, import_predictions_upload, import_review_sets_upload
 from kernel.errors import ServiceError
+from llm.config import configured_models
 from stepruns.kinds.registry import KINDS
 from stepruns.models import StepRun
 from stepruns.services import start_run
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
-from ..forms import RunForm, UploadForm
-from ..selectors import pipeline_board
+from ..forms import RunForm, UploadForm, no_model_message
+from ..selectors import first_steps, pipeline_board
 
 # Upload name → (what it takes in, the service, the format in a line).
 UPLOADS = {
@@ -47,7 +48,9 @@ def _board(request, project, *, bound_kind=None, data=None, refused_upload: tupl
     refused_name, why = refused_upload or (None, None)
     context = {
         "project": project, "cockpit_section": "board", "board": pipeline_board(project), "can_manage": owner,
+        "first_steps": first_steps(project),
         "start_forms": _start_forms(project, bound_kind, data) if owner else [],
+        "no_model_message": "" if configured_models() else no_model_message(),
         "uploads": [{"name": name, "label": label, "help": help, "form": UploadForm(prefix=name),
                      "error": why if name == refused_name else None}
                     for name, (label, _, help) in UPLOADS.items()] if owner else [],
@@ -125,6 +128,7 @@ def judge_new_models(request, slug: str):
     ]
     return render(request, "cockpit/board_judge.html", {
         "project": project, "cockpit_section": "board", "new_models": new, "start_forms": forms,
+        "no_model_message": "" if configured_models() else no_model_message(),
     })
 
 
