@@ -19,7 +19,7 @@ from django.db import transaction
 
 from .errors import CrowdWorkError
 from .models import CollectionRound, WorkItem
-from .services.rounds import add_items, create_round
+from .services.rounds import add_items, clone_round, create_round, edit_round
 from .task_types import REGISTRY, get_task_type
 from .task_types.sources import MAX_PLAN_ITEMS, MAX_SEED, BadItemSource, ItemSpec
 
@@ -169,6 +169,14 @@ def gold_by_index(gold_answers: Any, *, items: int) -> dict[int, dict]:
     return by_index
 
 
+def _settings_refused(error: ValidationError) -> BadRoundSettings:
+    if hasattr(error, "error_dict"):
+        problems = "; ".join(f"{name}: {' '.join(messages)}" for name, messages in error.message_dict.items())
+    else:
+        problems = " ".join(error.messages)
+    return BadRoundSettings(f"round settings refused: {problems}")
+
+
 @transaction.atomic
 def create_round_from_source(*, project, created_by, settings: dict, source: str, params: dict | None,
                              gold_answers: dict | None = None) -> tuple[CollectionRound, ItemPlan]:
@@ -177,10 +185,48 @@ def create_round_from_source(*, project, created_by, settings: dict, source: str
     try:
         round = create_round(project=project, created_by=created_by, **settings)
     except ValidationError as error:
-        problems = "; ".join(f"{name}: {' '.join(messages)}" for name, messages in error.message_dict.items())
-        raise BadRoundSettings(f"round settings refused: {problems}") from None
+        raise _settings_refused(error) from None
     plan = add_items_from_source(round=round, source=source, params=params, gold_answers=gold_answers)
     return round, plan
+
+
+def edit_draft(*, round: CollectionRound, settings: dict, source: str | None = None, params: dict | None = None,
+               gold_answers: dict | None = None) -> tuple[CollectionRound, ItemPlan | None]:
+    """Change a draft round's settings (the ``create_round`` arguments, as the builder's form gives
+    them; the task type stays the round's) and, with ``source``, replace its items by the items of
+    that source, as ``create_round_from_source`` makes them. Only a draft (``edit_round``: the
+    round's state machine refuses the others, 409); nothing changes when anything is refused."""
+    changes = dict(settings)
+    task_type = changes.pop("task_type", round.task_type)
+    if task_type != round.task_type:
+        raise BadRoundSettings(f"a round's task type stays {round.task_type}; clone or build a new round instead")
+    if source is None and gold_answers:
+        raise BadItemSource("gold answers go with new items: choose an item source to replace the items, "
+                            "or leave the gold answers empty")
+    planned: list[ItemPlan] = []
+
+    def replace_items(locked: CollectionRound) -> None:
+        plan = plan_items(project=locked.project, task_type=locked.task_type, source=source, params=params,
+                          language=locked.language)
+        add_items(round=locked, targets=[spec.target for spec in plan.specs],
+                  gold_answers=gold_by_index(gold_answers, items=len(plan)))
+        get_task_type(locked.task_type).source(source).after_added(round=locked, params=plan.params, items=len(plan))
+        planned.append(plan)
+
+    try:
+        edited = edit_round(round=round, changes=changes, items=replace_items if source is not None else None)
+    except ValidationError as error:
+        raise _settings_refused(error) from None
+    return edited, (planned[0] if planned else None)
+
+
+def clone(*, round: CollectionRound, created_by=None, name: str | None = None) -> CollectionRound:
+    """A new draft with ``round``'s settings and items (``services.rounds.clone_round``); a setting or
+    an item the checks refuse today is named, and nothing is created."""
+    try:
+        return clone_round(round=round, created_by=created_by, name=name)
+    except ValidationError as error:
+        raise _settings_refused(error) from None
 
 
 def _plain(value):
@@ -194,5 +240,5 @@ def _plain(value):
     return str(value)
 
 
-__all__ = ["BadItemSource", "BadRoundSettings", "ItemPlan", "add_items_from_source", "balance_of", "create_round_from_source",
-           "describe_items", "plan_items", "round_balance", "sources_by_task_type"]
+__all__ = ["BadItemSource", "BadRoundSettings", "ItemPlan", "add_items_from_source", "balance_of", "clone",
+           "create_round_from_source", "describe_items", "edit_draft", "plan_items", "round_balance", "sources_by_task_type"]

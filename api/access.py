@@ -39,8 +39,8 @@ class ResearcherSchema(AutoSchema):
     def _get_response_bodies(self, direction="response"):
         bodies = super()._get_response_bodies(direction)
         codes = ["401", "403", "404"]
-        if self.method == "POST":
-            codes.append("409")  # a transition or a write the current state does not allow
+        if self.method in ("POST", "PATCH", "DELETE"):
+            codes.append("409")  # a transition or a write the current state does not allow (a non-draft edited)
         # A body, a filter or a declared query parameter can be refused as malformed.
         if (self.method in ("POST", "PUT", "PATCH") or self._is_list_view() or self.get_filter_backends()
                 or self.get_override_parameters()):

@@ -83,6 +83,28 @@ class RoundCreateSerializer(serializers.ModelSerializer):
         return field_class, kwargs
 
 
+class RoundEditSerializer(RoundCreateSerializer):
+    """A draft's settings, the fields and limits of ``RoundCreateSerializer``, each optional
+    (``annotation.services.rounds.edit_round``); a round keeps its project and task type."""
+
+    class Meta(RoundCreateSerializer.Meta):
+        fields = [name for name in RoundCreateSerializer.Meta.fields if name not in ("project", "task_type")]
+
+    def validate(self, data):
+        fixed = sorted({"project", "task_type"} & set(self.initial_data))
+        if fixed:
+            raise serializers.ValidationError({name: ["A round keeps its own; clone it or create a new round."]
+                                               for name in fixed})
+        if not data:
+            raise serializers.ValidationError(f"name a setting to change: {', '.join(self.fields)}")
+        return data
+
+
+class CloneSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200,
+                                 help_text="The new draft's name; empty: the round's name with \"(copy)\".")
+
+
 class ItemTargetSerializer(serializers.Serializer):
     """One item's targets by id, as the round's task type takes them (e.g. output_a + output_b for
     pairwise, review_set for ranking, instance for caption)."""
@@ -211,6 +233,27 @@ class RoundViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         project = owned_project(request, data.pop("project"))
         round = create_round(**data, project=project, created_by=request.user)
         return Response(self.get_serializer(round).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=RoundEditSerializer, responses={200: RoundSerializer})
+    def partial_update(self, request, *args, **kwargs):
+        """Change a draft round's settings, checked as on creation; a round that is not a draft is
+        refused (409) and nothing changes. Items: ``add-items`` and ``add-items-from-source``."""
+        round = self.get_object()
+        incoming = RoundEditSerializer(data=request.data, partial=True)
+        incoming.is_valid(raise_exception=True)
+        round = crowd_rounds.edit_round(round=round, changes=dict(incoming.validated_data))
+        return Response(self.get_serializer(round).data)
+
+    @extend_schema(request=CloneSerializer, responses={201: RoundSerializer})
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def clone(self, request, pk=None):
+        """A new draft of the same project with this round's settings and items (any status)."""
+        round = self.get_object()
+        incoming = CloneSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        name = incoming.validated_data.get("name") or f"{round.name} (copy)"[:200]
+        copy = round_builder.clone(round=round, created_by=request.user, name=name)
+        return Response(self.get_serializer(copy).data, status=status.HTTP_201_CREATED)
 
     def _resolve_targets(self, round, entries) -> tuple[list, dict[int, dict]]:
         """The task type's targets for each entry, all of the round's project; 404 names what is missing."""

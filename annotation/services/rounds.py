@@ -218,6 +218,63 @@ def widen_eligibility(*, round: CollectionRound, rules: Iterable[str]) -> Collec
     return transition_round(round=round, action="widen", change=change)
 
 
+# The settings a researcher sets on a draft (``edit_round``) and a clone copies (``clone_round``): the
+# ``create_round`` arguments but the task type and the project, which a round keeps for life.
+EDITABLE_SETTINGS = ("name", "language", "workers_per_item", "min_workers_per_item", "reward_per_task", "currency",
+                     "target_hourly_wage", "time_limit_seconds", "qualification_rules", "budget_cap", "instructions",
+                     "estimated_seconds_per_task", "consent_text")
+
+
+def edit_round(*, round: CollectionRound, changes: dict,
+               items: Callable[[CollectionRound], Any] | None = None) -> CollectionRound:
+    """Change a draft round's settings (``changes``, names of ``EDITABLE_SETTINGS``) and, with
+    ``items``, replace its items: the draft's items are removed and ``items(round)`` adds the new
+    ones. Only a draft may be edited (the ``edit`` transition of ``ROUND_STATUS``: nobody has worked
+    on it); the settings are checked as ``create_round`` checks them (``ValidationError``), and a
+    refusal changes nothing."""
+    unknown = sorted(set(changes) - set(EDITABLE_SETTINGS))
+    if unknown:
+        raise InvalidTransition(f"a round's {', '.join(unknown)} cannot be changed; "
+                                f"what can: {', '.join(EDITABLE_SETTINGS)}")
+
+    def change(locked: CollectionRound) -> None:
+        for name, value in changes.items():
+            if name == "consent_text":
+                value = consent.clean_consent_text(value or "")
+            elif name == "qualification_rules":
+                value = value or {}
+            setattr(locked, name, value)
+
+    with transaction.atomic():
+        locked = transition_round(round=round, action="edit", change=change)
+        if items is not None:
+            if Assignment.objects.filter(round=locked).exists():  # never for a draft; a guard all the same
+                raise InvalidTransition("the round's items have work on them; they cannot be replaced")
+            locked.items.all().delete()
+            if locked.sampler_state:  # the replaced items' sampler; the new source may start its own
+                locked.sampler_state = {}
+                locked.save(update_fields=["sampler_state"])
+            items(locked)
+    return locked
+
+
+def clone_round(*, round: CollectionRound, created_by=None, name: str | None = None) -> CollectionRound:
+    """A new draft of the same project with ``round``'s settings and items (their targets and gold
+    answers, in order): a round of any status can be run again or fixed before it opens. Only what
+    the researcher set is copied: not the status, the work done, the publications, the follow-up
+    link or an adaptive sampler's state. Checked as a new round is (``ValidationError``)."""
+    settings = {field: getattr(round, field) for field in EDITABLE_SETTINGS}
+    settings["name"] = name or round.name
+    handler = get_task_type(round.task_type)
+    with transaction.atomic():
+        copy = create_round(task_type=round.task_type, project=round.project, created_by=created_by, **settings)
+        items = list(round.items.select_related(*handler.target_fields).order_by("position"))
+        if items:
+            gold = {index: item.gold_answer for index, item in enumerate(items) if item.is_gold}
+            add_items(round=copy, targets=[handler.target_of(item) for item in items], gold_answers=gold)
+    return copy
+
+
 def close_round(*, round: CollectionRound) -> CollectionRound:
     return transition_round(round=round, action="close")
 

@@ -29,7 +29,8 @@ from providers.dry_run import rehearse
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
 from ..errors import DryRunRequired
-from ..forms import ConfirmPublishForm, ExtendRoundForm, PublishForm, RoundSettingsForm, WidenEligibilityForm
+from ..forms import (CloneRoundForm, ConfirmPublishForm, ExtendRoundForm, PublishForm, RoundSettingsForm,
+                     WidenEligibilityForm)
 
 ITEMS_PER_PAGE = 25
 DRY_RUN_SALT = "cockpit.rounds.dry-run"
@@ -132,6 +133,105 @@ def _plan_or_create(request, project, handler, source, settings_form, params_for
     return None
 
 
+# --- editing a draft, cloning a round ---------------------------------------------------------------
+
+# The qualification rules the settings form sets; a draft's other rules are kept when it is edited.
+FORM_RULES = (*RoundSettingsForm.QUALIFICATION_FIELDS, "providers")
+
+
+@researcher_required
+@require_http_methods(["GET", "POST"])
+def round_edit(request, slug: str, round_id: int):
+    """A draft's settings and items, through the builder's form and checks (``round_builder.edit_draft``).
+    Only a draft: the round page says why otherwise (409), and the edit form keeps a refused post."""
+    project, round = _owned_round(request, slug, round_id)
+    if request.method == "GET" and "edit" not in allowed_actions(round):
+        return _refused_form(request, project, round, status=409, edit_refusal=_not_a_draft(round))
+    handler = get_task_type(round.task_type)
+    data = request.POST.copy() if request.method == "POST" else None
+    settings_form = RoundSettingsForm(data, prefix="round", task_type=handler.key,
+                                      initial=RoundSettingsForm.initial_of(round))
+    context = {"project": project, "cockpit_section": "rounds", "round": round, "handler": handler,
+               "settings_form": settings_form, "sources": handler.item_sources, "editing": True,
+               "item_count": round.items.count()}
+    chosen = request.POST.get("source") or request.GET.get("source")
+    source = handler.source(chosen) if chosen else None
+    params_form = source.params_form(data, prefix="source") if source else None
+    context.update({"source": source, "params_form": params_form})
+    if request.method == "GET":
+        return render(request, "cockpit/rounds/edit.html", context)
+    forms_valid = settings_form.is_valid() and (params_form is None or params_form.is_valid())
+    if forms_valid:
+        try:
+            done = _edit_or_preview(request, project, round, handler, source, settings_form, params_form, data,
+                                    context)
+        except (round_builder.BadItemSource, round_builder.BadRoundSettings, SamplerError) as refused:
+            settings_form.add_error(None, refused.message)
+            context.pop("plan", None)
+        except ServiceError as refused:  # the round is no longer a draft: said on the form, input kept
+            settings_form.add_error(None, refused.message)
+            return render(request, "cockpit/rounds/edit.html", context, status=refused.status_code)
+        else:
+            if done is not None:
+                return done
+    status = 200 if forms_valid and "plan" in context else 400
+    return render(request, "cockpit/rounds/edit.html", context, status=status)
+
+
+def _not_a_draft(round: CollectionRound) -> str:
+    return (f"Only a draft round can be edited; this one is {round.get_status_display().lower()}. "
+            "Clone it to run it again with other settings.")
+
+
+def _edit_or_preview(request, project, round, handler, source, settings_form, params_form, data, context):
+    """Save the draft (the redirect to it), or put the plan of the new items and its cost in ``context``."""
+    settings = settings_form.round_settings()
+    kept = {key: value for key, value in (round.qualification_rules or {}).items() if key not in FORM_RULES}
+    settings["qualification_rules"] = {**kept, **settings["qualification_rules"]}
+    gold_answers = settings_form.cleaned_data["gold_answers"]
+    if request.POST.get("action") != "preview" or source is None:
+        edited, plan = round_builder.edit_draft(
+            round=round, settings=settings, source=source.key if source else None,
+            params=params_form.cleaned_data if params_form else None, gold_answers=gold_answers)
+        items = f" Its items were replaced: {len(plan)} items." if plan is not None else ""
+        messages.success(request, f"Draft round '{edited.name}' saved.{items}")
+        return redirect("cockpit:round", slug=project.slug, round_id=round.pk)
+    if "edit" not in allowed_actions(round):  # a preview of items the round can no longer take
+        raise round_builder.BadRoundSettings(_not_a_draft(round))
+    plan = round_builder.plan_items(project=project, task_type=handler.key, source=source.key,
+                                    params=params_form.cleaned_data, language=settings["language"])
+    if "seed" in plan.params:
+        data[params_form.add_prefix("seed")] = str(plan.params["seed"])
+        context["params_form"] = source.params_form(data, prefix="source")
+        context["params_form"].is_valid()
+    gold = round_builder.gold_by_index(gold_answers, items=len(plan))
+    settings.pop("name")
+    cost = provider_services.estimate_plan_cost(
+        round=CollectionRound(**settings), items=len(plan), provider_name=settings_form.cleaned_data["provider"],
+        expected_seconds=settings_form.cleaned_data["expected_seconds"])
+    context.update({"plan": plan, "cost": cost, "gold_items": len(gold)})
+    return None
+
+
+@researcher_required
+@require_POST
+def round_clone(request, slug: str, round_id: int):
+    """A new draft with this round's settings and items (``round_builder.clone``)."""
+    project, round = _owned_round(request, slug, round_id)
+    form = CloneRoundForm(request.POST)
+    if not form.is_valid():
+        return _refused_form(request, project, round, clone_form=form)
+    name = form.cleaned_data["name"] or f"{round.name} (copy)"[:CollectionRound._meta.get_field("name").max_length]
+    try:
+        copy = round_builder.clone(round=round, created_by=request.user, name=name)
+    except ServiceError as refused:
+        form.add_error(None, refused.message)
+        return _refused_form(request, project, round, status=refused.status_code, clone_form=form)
+    messages.success(request, f"Draft round '{copy.name}' created: a copy of '{round.name}' with "
+                              f"{copy.items.count()} items.")
+    return redirect("cockpit:round", slug=project.slug, round_id=copy.pk)
+
+
 # --- the round page and its controls --------------------------------------------------------------
 
 
@@ -157,6 +257,8 @@ def _round_context(request, project, round: CollectionRound, **extra) -> dict:
         "stuck_items": round_builder.describe_items(round=round, items=items_without_eligible_worker(round=round)),
         "publish_form": PublishForm(initial={"provider": provider} if provider else None),
         "consent_form": ConsentTextForm(instance=round),
+        "clone_form": extra.pop("clone_form", None) or CloneRoundForm(),
+        "can_edit": "edit" in allowed_actions(round),
         **extra,
     }
 
@@ -307,6 +409,8 @@ urlpatterns = [
     path("<slug:slug>/rounds/", round_list, name="rounds"),
     path("<slug:slug>/rounds/new/", round_new, name="round-new"),
     path("<slug:slug>/rounds/<int:round_id>/", round_detail, name="round"),
+    path("<slug:slug>/rounds/<int:round_id>/edit/", round_edit, name="round-edit"),
+    path("<slug:slug>/rounds/<int:round_id>/clone/", round_clone, name="round-clone"),
     path("<slug:slug>/rounds/<int:round_id>/extend/", round_extend, name="round-extend"),
     path("<slug:slug>/rounds/<int:round_id>/widen/", round_widen, name="round-widen"),
     path("<slug:slug>/rounds/<int:round_id>/consent/", round_consent, name="round-consent"),

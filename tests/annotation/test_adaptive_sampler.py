@@ -178,3 +178,16 @@ def test_the_watch_page_shows_the_goal_and_its_progress(project, client, django_
     client.force_login(django_user_model.objects.get(username="owner"))
     html = client.get(reverse("cockpit:round-watch", args=[project.slug, round.pk])).content.decode()
     assert "0 of 3 adjacent pairs separated" in html and "0 of at most 3000 judgments" in html
+
+
+def test_a_drafts_adaptive_items_are_replaced_with_a_new_goal_and_budget(project):
+    round, _plan = round_builder.create_round_from_source(
+        project=project, created_by=None, source="model_outputs",
+        settings={"name": "adaptive", "task_type": "pairwise", "workers_per_item": 1},
+        params={"sampler": "adaptive", "budget_judgments": 3000, "seed": 7})
+    edited, _plan = round_builder.edit_draft(
+        round=round, settings={}, source="model_outputs",
+        params={"sampler": "adaptive", "budget_judgments": 500, "seed": 7, "goal": "top_k", "goal_k": 1})
+    edited.refresh_from_db()
+    assert edited.sampler_state["budget_judgments"] == 500 and edited.sampler_state["goal"]["kind"] == "top_k"
+    assert edited.items.count() == 6

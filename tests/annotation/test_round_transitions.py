@@ -74,7 +74,7 @@ def test_illegal_transitions_are_refused_and_change_nothing(start, action):
 
 def test_allowed_actions_follow_the_status():
     round = verification_round(open=False)
-    assert allowed_actions(round) == ["open", "cancel"]
+    assert allowed_actions(round) == ["open", "edit", "cancel"]
     with pytest.raises(InvalidTransition, match="cannot extend a round that is draft"):
         extend_round(round=round, time_limit_seconds=4000)
     round = open_round(round=round)
