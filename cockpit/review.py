@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from annotation.models import Assignment, CollectionRound, Worker
 from annotation.selectors import assignments_for_user, rounds_for_user, submission_review
+from annotation.task_types import get_task_type
 from annotation.task_types.base import ListField, StrictIntegerField, TextField
 from kernel.errors import ServiceError
 from projects.models import Project
@@ -60,12 +61,41 @@ class WorkerChoiceField(forms.ModelChoiceField):
         return worker_label(worker)
 
 
+def model_names(submissions) -> list[str]:
+    """The models compared in these submissions' items (the side names a task type fills, e.g.
+    pairwise), sorted."""
+    names = set()
+    for side_a, side_b in submissions.order_by().values_list("item__side_a_name", "item__side_b_name").distinct():
+        names.update(name for name in (side_a, side_b) if name)
+    return sorted(names)
+
+
+def model_condition(name: str) -> Q:
+    return Q(item__side_a_name=name) | Q(item__side_b_name=name)
+
+
+def choice_options(submissions) -> dict[str, tuple[str, Q]]:
+    """Each choice the workers made in these submissions, as each task type reads its own
+    (``TaskType.review_choices``): value -> (label, the condition on submissions)."""
+    options: dict[str, tuple[str, Q]] = {}
+    for key in sorted(set(submissions.order_by().values_list("round__task_type", flat=True).distinct())):
+        handler = get_task_type(key)
+        for value, label in handler.review_choices(submissions.filter(round__task_type=key)):
+            condition = Q(round__task_type=key) & handler.review_choice_filter(value)
+            if value in options:  # two types with the same choice: either one's
+                label, condition = options[value][0], options[value][1] | condition
+            options[value] = (label, condition)
+    return dict(sorted(options.items()))
+
+
 class ReviewFilterForm(forms.Form):
     round = forms.ModelChoiceField(queryset=CollectionRound.objects.none(), required=False, label="round",
                                    empty_label="all rounds")
     status = forms.ChoiceField(choices=[(key, key) for key in STATUS_FILTERS], required=False, label="status")
     worker = WorkerChoiceField(queryset=Worker.objects.none(), required=False, label="worker",
                                empty_label="all workers")
+    model = forms.ChoiceField(required=False, label="model")
+    choice = forms.ChoiceField(required=False, label="choice")
     flagged = forms.BooleanField(required=False, label="flagged")
 
     def __init__(self, data, *, user, project: Project):
@@ -78,19 +108,32 @@ class ReviewFilterForm(forms.Form):
         self.fields["worker"].queryset = (
             Worker.objects.filter(pk__in=submissions.values("worker_id")).select_related("user")
         )
+        self.fields["model"].choices = [("", "all models"), *((name, name) for name in model_names(submissions))]
+        self.choice_options = choice_options(submissions)
+        self.fields["choice"].choices = [("", "any choice"),
+                                         *((value, label) for value, (label, _q) in self.choice_options.items())]
 
     def checked(self) -> dict:
-        """The filters, or a 400 naming the refused one."""
+        """The filters, or a 400 naming the refused one; ``choice`` as its condition on submissions."""
         if not self.is_valid():
             raise InvalidReviewRequest(f"Unknown filter value, {_first_error(self)}")
-        return self.cleaned_data
+        cleaned = dict(self.cleaned_data)
+        cleaned["choice"] = self.choice_options[cleaned["choice"]][1] if cleaned["choice"] else None
+        cleaned["model"] = cleaned["model"] or None
+        return cleaned
 
 
 def review_queue(*, user, project: Project, round: CollectionRound | None = None, status: str = "pending",
-                 worker: Worker | None = None, flagged: bool = False):
-    """The project's submissions for review, oldest first, narrowed by round, review status and worker;
+                 worker: Worker | None = None, flagged: bool = False, model: str | None = None,
+                 choice: Q | None = None):
+    """The project's submissions for review, oldest first, narrowed by round, review status, worker,
+    a model on either side of the item, and the worker's choice (a condition of ``choice_options``);
     ``flagged``: only those the guardrails flagged (near-duplicates, pasted text) or that failed gold."""
     submissions = _submissions(user).filter(round__project=project)
+    if model:
+        submissions = submissions.filter(model_condition(model))
+    if choice is not None:
+        submissions = submissions.filter(choice)
     if round is not None:
         submissions = submissions.filter(round=round)
     if STATUS_FILTERS[status] is not None:
@@ -123,6 +166,42 @@ def queue_page(*, submissions, number) -> tuple[Page, list[QueueEntry]]:
         for assignment in page.object_list
     ]
     return page, entries
+
+
+# --- the export of decisions ----------------------------------------------------------------------
+
+EXPORT_FIELDS = ["submission", "round", "round_name", "task_type", "item", "worker", "provider", "submitted_at",
+                 "duration_seconds", "model_a", "model_b", "choice", "is_gold", "gold_passed", "flags",
+                 "review_status", "reviewed_at", "feedback"]
+
+
+def decision_rows(submissions) -> list[dict]:
+    """One row per submission: what was judged, what the worker chose, and the review decision with
+    its feedback (``EXPORT_FIELDS``); workers by their label, never a provider's id."""
+    rows = []
+    for assignment in submissions.select_related("round", "item", "worker__user"):
+        item = assignment.item
+        rows.append({
+            "submission": assignment.pk,
+            "round": assignment.round_id,
+            "round_name": assignment.round.name,
+            "task_type": assignment.round.task_type,
+            "item": item.number,
+            "worker": worker_label(assignment.worker),
+            "provider": assignment.worker.provider,
+            "submitted_at": assignment.submitted_at.isoformat() if assignment.submitted_at else None,
+            "duration_seconds": assignment.duration_seconds,
+            "model_a": item.side_a_name,
+            "model_b": item.side_b_name,
+            "choice": assignment.round.task_type_handler.review_choice(assignment),
+            "is_gold": item.is_gold,
+            "gold_passed": assignment.gold_passed,
+            "flags": ", ".join(str(flag.get("kind", "")) for flag in assignment.flags or []),
+            "review_status": assignment.review_status,
+            "reviewed_at": assignment.reviewed_at.isoformat() if assignment.reviewed_at else None,
+            "feedback": assignment.review_feedback,
+        })
+    return rows
 
 
 # --- decisions ---------------------------------------------------------------------------------

@@ -165,6 +165,22 @@ class TaskType:
         they answered, for the researcher's review; plain data, escaped by the review template."""
         return {"task": self.context(assignment), "answers": self.answers(assignment)}
 
+    # --- the researcher's review queue ---------------------------------------------------------
+
+    def review_choices(self, submissions) -> list[tuple[str, str]]:
+        """The worker's one choice, as the review queue filters and exports it: (value, label) for
+        the choices made among ``submissions`` (this type's submitted assignments). None for types
+        whose answers are not one choice."""
+        return []
+
+    def review_choice_filter(self, value: str) -> Q:
+        """The ``Assignment`` condition of the choice ``value`` (one of ``review_choices``)."""
+        return Q(pk__in=[])
+
+    def review_choice(self, assignment: Assignment) -> str:
+        """The submission's choice as ``review_choices`` names it; "" for types without one."""
+        return ""
+
     def apply(self, assignment: Assignment, *, uploads: dict) -> None:
         """Effects on the benchmark data of an accepted submission. Of the assignment itself it may set
         ``result`` only: the submission writes back just the fields it sets."""
@@ -240,6 +256,14 @@ class TaskType:
     def judgment_rows(self, assignment: Assignment) -> list[dict]:
         """Rows this judgment contributes to the evaluation reads named by ``yields``."""
         return []
+
+    def judgment_table(self, assignments) -> list[dict]:
+        """The rows of all these judgments, in their order: ``judgment_rows`` of each. A type with
+        many judgments overrides it to read the same rows in bulk."""
+        rows = []
+        for assignment in self.judgment_queryset(assignments):
+            rows.extend(self.judgment_rows(assignment))
+        return rows
 
 
 def majority_agreement(*, label: str, unit: str, votes: list[tuple[int, int, str]]) -> dict:

@@ -5,6 +5,7 @@ from collections import Counter
 
 from django import forms
 from django.conf import settings
+from django.db.models import Q
 from django.utils.crypto import salted_hmac
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
@@ -44,7 +45,7 @@ class ModelOutputsParams(forms.Form):
                                help_text="Tuples to draw (the uniform sampler).")
     models = ListOfValuesField(base_field=forms.CharField(max_length=200), label="Models",
                                help_text="Model names, comma-separated; empty for every model of the project.")
-    instance_ids = ids_field("Instances", "Ids of the project's instances; empty for all.")
+    instance_ids = ids_field("Instances", "Ids of the project's instances; empty for all.", browse="instances")
     seed = seed_field()
     # The adaptive sampler's goal and budget (docs/evaluation.md, "Active pair sampling").
     goal = forms.ChoiceField(choices=[("adjacent", "Separate adjacent ranks"), ("width", "Every interval narrower than W"),
@@ -200,6 +201,27 @@ class PairwiseTask(TaskType):
 
     def result(self, assignment):
         return {"winner": assignment.presentation[assignment.payload["choice"]]}
+
+    def review_context(self, assignment):
+        """As the worker saw it, plus the model behind each side: for the researcher, never the worker."""
+        item = assignment.item
+        names = {"a": item.side_a_name, "b": item.side_b_name}
+        return {**super().review_context(assignment),
+                "models": {side: names[assignment.presentation[side]] for side in CHOICES}}
+
+    def review_choices(self, submissions):
+        """The model the worker chose."""
+        names = set()
+        for side_a, side_b in submissions.order_by().values_list("item__side_a_name", "item__side_b_name").distinct():
+            names.update(name for name in (side_a, side_b) if name)
+        return [(name, f"chose {name}") for name in sorted(names)]
+
+    def review_choice_filter(self, value):
+        return Q(result__winner="a", item__side_a_name=value) | Q(result__winner="b", item__side_b_name=value)
+
+    def review_choice(self, assignment):
+        winner = (assignment.result or {}).get("winner")
+        return {"a": assignment.item.side_a_name, "b": assignment.item.side_b_name}.get(winner, "")
 
     def aggregate(self, item):
         """Majority winner and its size (paper: 5/5, 4/5, 3/5 agreement); an even split is a tie."""

@@ -118,6 +118,17 @@ class VerificationTask(TaskType):
     def result(self, assignment):
         return {"outcome": assignment.payload["outcome"], "harmful": assignment.payload["harmful"]}
 
+    def review_choices(self, submissions):
+        """The worker's judgment of the answer."""
+        made = set(submissions.order_by().values_list("result__outcome", flat=True).distinct())
+        return [(str(value), str(label)) for value, label in WORKER_OUTCOMES if str(value) in made]
+
+    def review_choice_filter(self, value):
+        return Q(result__outcome=value)
+
+    def review_choice(self, assignment):
+        return str((assignment.result or {}).get("outcome") or "")
+
     def apply(self, assignment, *, uploads):
         verification = Verification(
             candidate=assignment.item.candidate,

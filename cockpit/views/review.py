@@ -1,18 +1,25 @@
 """The review queue: submissions as the worker saw them, approved or rejected through the one review path."""
 from __future__ import annotations
 
+import io
+import json
+
 from django.contrib import messages
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from kernel.csv_cells import dict_csv_writer
 from quality.selectors import worker_label
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
 from ..review import (
+    EXPORT_FIELDS,
     ReviewDecisionForm,
     ReviewFilterForm,
+    decision_rows,
     queue_page,
     review,
     review_queue as queue_of,
@@ -31,6 +38,29 @@ def review_queue(request, slug: str):
         "project": project, "cockpit_section": "review", "form": form, "page": page, "entries": entries,
         "can_review": is_owner(request, project), "back": request.get_full_path(),
     })
+
+
+@researcher_required
+@require_GET
+def review_export(request, slug: str, fmt: str):
+    """The submissions the queue's filters select, with their review decisions, as CSV or JSON:
+    for the project's members; CSV cells a spreadsheet would run as a formula are neutralised."""
+    project = project_for(request, slug)
+    filters = ReviewFilterForm(request.GET, user=request.user, project=project).checked()
+    rows = decision_rows(queue_of(user=request.user, project=project, **filters))
+    filename = f"{project.slug}-review-decisions.{fmt}"
+    if fmt == "json":
+        body = json.dumps({"project": project.slug, "count": len(rows), "submissions": rows}, ensure_ascii=False,
+                          indent=2) + "\n"
+        response = HttpResponse(body, content_type="application/json; charset=utf-8")
+    else:
+        handle = io.StringIO()
+        writer = dict_csv_writer(handle, EXPORT_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+        response = HttpResponse(handle.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 @researcher_required
@@ -69,4 +99,6 @@ def _back(request, slug: str) -> str:
 urlpatterns = [
     path("<slug:slug>/review/", review_queue, name="review"),
     path("<slug:slug>/review/decide/", review_decide, name="review-decide"),
+    path("<slug:slug>/review/decisions.csv", review_export, {"fmt": "csv"}, name="review-export-csv"),
+    path("<slug:slug>/review/decisions.json", review_export, {"fmt": "json"}, name="review-export-json"),
 ]
