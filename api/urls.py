@@ -5,7 +5,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from . import datasets, evaluations, leaderboard, projects, rounds
+from . import datasets, evaluations, leaderboard, projects, rounds, tokens
 from .access import ResearcherAPIMixin
 from .schema_views import SchemaView
 from .worker_schema import WORKER_SCHEMA_SETTINGS
@@ -37,6 +37,7 @@ router.register("items", rounds.WorkItemViewSet, basename="item")
 router.register("submissions", rounds.SubmissionViewSet, basename="submission")
 router.register("evaluations", evaluations.EvaluationViewSet, basename="evaluation")
 router.register("releases", projects.ReleaseViewSet, basename="release")
+router.register("tokens", tokens.ApiTokenViewSet, basename="token")
 
 urlpatterns = [
     path("schema/", SchemaView.as_view(), name="schema"),

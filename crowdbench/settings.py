@@ -270,6 +270,9 @@ REST_KNOX = {
     "AUTH_HEADER_PREFIX": "Token",
     "TOKEN_LIMIT_PER_USER": 20,
 }
+# knox's own token model (its default, named so that the token names of projects.ApiTokenName can
+# point at it).
+KNOX_TOKEN_MODEL = "knox.AuthToken"
 API_MAX_PAGE_SIZE = 200
 SPECTACULAR_SETTINGS = {
     "TITLE": "crowdbench researcher API",

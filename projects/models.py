@@ -96,3 +96,19 @@ class Release(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} {self.version} ({self.project.slug})"
+
+
+class ApiTokenName(models.Model):
+    """The name a researcher gives one of their API tokens (knox's ``AuthToken`` has none): shown on
+    the tokens page and used to revoke it. Goes with its token."""
+
+    token = models.OneToOneField("knox.AuthToken", on_delete=models.CASCADE, primary_key=True,
+                                 related_name="crowdbench_name")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="one_api_token_name_per_user")]
+
+    def __str__(self) -> str:
+        return self.name

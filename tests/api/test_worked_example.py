@@ -24,7 +24,7 @@ def get_token(researcher) -> str:
     """Step 1: the cockpit's API tokens page shows a new token once."""
     browser = Client()
     assert browser.login(username=researcher.username, password=PASSWORD)
-    page = browser.post("/projects/api-tokens/", {"create": "1"})
+    page = browser.post("/projects/api-tokens/", {"create": "1", "name": "worked example"})
     assert page.status_code == 200
     return re.search(r'<code id="new-token">([^<]+)</code>', page.content.decode()).group(1)
 

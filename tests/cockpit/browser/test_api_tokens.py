@@ -17,8 +17,13 @@ def test_create_use_and_revoke_a_token(page, researcher, project, live_server):
     page.wait_for_url("**/projects/api-tokens/")
     assert page.locator("text=You have no tokens.").is_visible()
 
+    page.click("button:has-text('Create a token')")  # a name is needed: the browser asks for it
+    assert page.locator("#id_name:invalid").count() == 1
+    assert page.locator("#new-token").count() == 0
+    page.fill("#id_name", "laptop scripts")
     page.click("button:has-text('Create a token')")
     token = page.locator("#new-token").inner_text()
+    assert page.locator("table.tokens .token-name").inner_text() == "laptop scripts"
     assert len(token) == 64
     key = page.locator("table.tokens code").first.inner_text().rstrip("…")
     assert token.startswith(key)
@@ -31,9 +36,9 @@ def test_create_use_and_revoke_a_token(page, researcher, project, live_server):
     assert page.locator("#new-token").count() == 0
     assert token not in page.content()
 
-    page.click(f"button[name=revoke][value='{key}']")
+    page.click("button[name=revoke][value='laptop scripts']")
     page.wait_for_url("**/projects/api-tokens/")
-    assert page.locator("text=Token revoked.").is_visible()
+    assert page.locator("text=Token 'laptop scripts' revoked.").is_visible()
     assert page.locator("text=You have no tokens.").is_visible()
     revoked = api.get(f"{live_server.url}/api/projects/", headers={"Authorization": f"Token {token}"})
     assert revoked.status == 401
