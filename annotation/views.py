@@ -116,8 +116,9 @@ def round_page(request, round_id: int, worker):
             progress = selectors.worker_progress(round=round, worker=worker)
             feedback = selectors.qualifying_feedback(round=round, worker=worker)
             if assignment is None:
+                held = selectors.tasks_held_by_others(round=round, worker=worker)
                 return render(request, "annotation/no_task.html",
-                              {"round": round, "progress": progress, "feedback": feedback})
+                              {"round": round, "progress": progress, "feedback": feedback, "held_by_others": held})
             task = task_view(assignment=assignment)
         except CrowdWorkError as error:
             return _refuse(request, error.message, error.status_code)

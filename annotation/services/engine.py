@@ -36,11 +36,16 @@ CANDIDATE_BATCH = 200
 
 
 def expire_stale_assignments(*, round: CollectionRound | None = None, now: datetime | None = None) -> int:
-    """Mark assignments past their time limit as expired, freeing their slots; safe to call any time."""
+    """Mark assignments past their time limit as expired, freeing their slots; safe to call any time.
+
+    A task only looked at (``in_preview``) whose look ran out before the worker started it leaves no
+    row: nobody worked on it, and a row would keep its worker from the item for good (one assignment
+    per item and worker), so a worker who looked and left could never come back to it."""
     stale = Assignment.objects.filter(status=Assignment.Status.ASSIGNED, expires_at__lte=now or timezone.now())
     if round is not None:
         stale = stale.filter(round=round)
-    return move_all(stale, ASSIGNMENT_STATUS, "expire")
+    stale.filter(in_preview=True).delete()
+    return move_all(stale.filter(in_preview=False), ASSIGNMENT_STATUS, "expire")
 
 
 # Assignment foreign keys whose rows the engine has loaded itself: full_clean need not look them up.

@@ -53,10 +53,12 @@
         const body = await response.json().catch(function () { return {}; });
         if (response.ok) {
           runTimer(Number(body.seconds_left));
-        } else {
-          say(body.detail || form.dataset.msgExpired);
+          return true;
         }
-      }).catch(function () { /* the submission still goes; it is refused if the time ran out */ });
+        // 404: a look that ran out before the start leaves no task behind (the server removes it).
+        say(response.status === 404 ? form.dataset.msgExpired : (body.detail || form.dataset.msgExpired));
+        return false;
+      }).catch(function () { return true; /* the submission still goes; it is refused if the time ran out */ });
     }
     return started;
   }
@@ -74,7 +76,7 @@
       };
       events.forEach(function (name) { document.addEventListener(name, onFirstInput, true); });
     } else {
-      started = Promise.resolve();
+      started = Promise.resolve(true);
       runTimer(secondsLeft);
     }
   }
@@ -145,7 +147,12 @@
     say(form.dataset.msgSending);
     const token = csrfToken();
     try {
-      if (form.dataset.inPreview) await start();
+      if (form.dataset.inPreview && !(await start())) {
+        // The look ran out before the start: reloading the page offers a task again.
+        sending = false;
+        submitButton.disabled = false;
+        return;
+      }
       const response = await fetch(form.action, {
         method: "POST",
         body: new FormData(form),

@@ -324,7 +324,19 @@ def test_the_page_shows_nothing_left_when_the_round_is_done(client):
     submit_assignment(assignment_id=assignment.pk, worker=worker, data={"outcome": "correct"})
     client.force_login(user)
     page = client.get(reverse("annotation:round", args=[round.pk])).content.decode()
-    assert 'id="no-task"' in page and "You have done 1 of the 1 task this round has for you" in page
+    assert 'id="no-task"' in page and "You have done 1 task in this round." in page
+    assert "There are no more tasks for you in this round." in page
+
+
+def test_the_page_says_when_every_task_left_is_held_by_someone_else(client):
+    """Fails where the page said "no more tasks for you" beside "0 of the 1 task this round has for
+    you" while another worker only held the one item."""
+    round = make_round(task_type="verification", targets=[make_candidate()])
+    request_assignment(round=round, worker=get_or_create_local_worker(user=make_worker_user()))
+    client.force_login(make_worker_user())
+    page = client.get(reverse("annotation:round", args=[round.pk])).content.decode()
+    assert 'id="no-task"' in page and "being worked on by someone else right now" in page
+    assert "no more tasks for you" not in page and "You have done 0 tasks in this round." in page
 
 
 def test_api_messages_follow_the_round_language():

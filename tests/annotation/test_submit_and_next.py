@@ -147,11 +147,32 @@ def test_a_worker_who_only_looks_leaves_the_item_to_another_worker(settings):
         page = worker.get(reverse("annotation:round", args=[round.pk]))
         assert page.status_code == 200
         assert page.context["assignment"].item_id == seen.item_id
-        # The looker's preview ran out: starting it now is refused, and nothing is lost.
+        # The looker's preview ran out and left no row: starting it now is refused, nothing is lost.
         refused = looker.post(reverse("annotation-api:start", args=[seen.pk]))
-        assert refused.status_code == 409
-    seen.refresh_from_db()
-    assert seen.status == Assignment.Status.EXPIRED
+        assert refused.status_code == 404
+    assert not Assignment.objects.filter(pk=seen.pk).exists()
+
+
+def test_a_worker_who_looked_and_left_can_come_back_to_the_item(settings):
+    """Fails where a look that ran out was kept as an expired assignment: one assignment per item and
+    worker then kept the worker from the item for good ("no more tasks for you")."""
+    settings.TASK_PREVIEW_SECONDS = 60
+    round = pairwise_round(items=1, workers_per_item=1, time_limit_seconds=1800)
+    looker, other = client_for(make_worker_user()), client_for(make_worker_user())
+    seen = looker.get(reverse("annotation:round", args=[round.pk])).context["assignment"]
+
+    later = timezone.now() + timedelta(seconds=61)
+    with mock.patch("django.utils.timezone.now", return_value=later):
+        # Another worker looks in turn, and leaves too.
+        theirs = other.get(reverse("annotation:round", args=[round.pk])).context["assignment"]
+        assert theirs.item_id == seen.item_id
+    with mock.patch("django.utils.timezone.now", return_value=later + timedelta(seconds=61)):
+        assert [offer.round.pk for offer in looker.get(reverse("annotation:work-list")).context["offers"]] == [round.pk]
+        back = looker.get(reverse("annotation:round", args=[round.pk]))
+        assert back.context["assignment"].item_id == seen.item_id, back.content.decode()[:500]
+        started = looker.post(reverse("annotation-api:start", args=[back.context["assignment"].pk]))
+        assert started.status_code == 200
+    assert Assignment.objects.filter(round=round).count() == 1
 
 
 def test_a_page_submission_answers_the_next_task_held_for_a_look(settings):

@@ -292,7 +292,7 @@ def test_mobile_viewport_keeps_the_page_usable(browser, live_server, served_medi
         page.locator("label[for=choice-left]").tap()
         page.get_by_role("button", name="Submit").tap()
         page.wait_for_selector("#no-task")
-        assert re.search(r"You have done 1 of the 1 task this round has for you", page.content())
+        assert re.search(r"You have done 1 task in this round\.", page.content())
     finally:
         context.close()
 
