@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db import transaction
+from django.db.models import Case, When
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -44,6 +45,10 @@ INHERITED_SETTINGS = (
     "created_by",
 )
 NOT_INHERITED_RULES = ("qualifies_for_project",)
+# What a round that follows no round takes from the project's latest round (of its own task type if
+# there is one): the pay, so that a round the pipeline opens by itself does not pay nothing where the
+# researcher's rounds pay. Language, time limit and consent belong to a task type and its data.
+PROJECT_PAY_SETTINGS = ("reward_per_task", "currency", "target_hourly_wage")
 # Rounds that still take items: a complete one reopens for the items fed to it.
 USABLE = (CollectionRound.Status.DRAFT, *ACTIVE_STATUSES)
 
@@ -123,10 +128,16 @@ def create_follow_up_round(*, after: CollectionRound | None, task_type: str, pro
 
     It belongs to the project of ``after`` (the round it follows), or to ``project`` (the project of
     its targets) when it follows none or one of no project, and takes the settings of ``after``
-    listed in ``INHERITED_SETTINGS`` and its qualification rules (defaults without one); ``settings``
+    listed in ``INHERITED_SETTINGS`` and its qualification rules. Following none, it takes the pay of
+    the project's latest round (``PROJECT_PAY_SETTINGS``), defaults otherwise. ``settings``
     (``services.rounds.create_round`` arguments) override them. A draft: the caller adds items and opens it.
     """
     inherited = {field: getattr(after, field) for field in INHERITED_SETTINGS} if after else {}
+    if after is None and project is not None:
+        latest = (CollectionRound.objects.filter(project=project).exclude(status=CollectionRound.Status.CANCELLED)
+                  .order_by(Case(When(task_type=task_type, then=0), default=1), "-created_at", "-id").first())
+        if latest is not None:
+            inherited = {field: getattr(latest, field) for field in PROJECT_PAY_SETTINGS}
     if after is not None:
         inherited["qualification_rules"] = {
             rule: value for rule, value in (after.qualification_rules or {}).items() if rule not in NOT_INHERITED_RULES

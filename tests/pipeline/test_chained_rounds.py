@@ -187,6 +187,28 @@ def test_candidates_captioned_outside_the_platform_get_a_verification_round_of_t
     assert rounds == {first, second}
 
 
+def test_a_verification_round_that_follows_no_round_pays_what_the_projects_latest_round_pays(owner):
+    """Fails where the round the pipeline opened by itself paid the model's default, 0.00, beside the
+    project's rounds paying 0.50 USD."""
+    project = create_project(name="Paid", slug="paid", owner=owner)
+    create_round(name="Pairwise", task_type="pairwise", project=project, reward_per_task=Decimal("0.50"),
+                 currency="USD", target_hourly_wage=Decimal("15.00"))
+    create_round(name="Ranking", task_type="ranking", project=project, language="ja",
+                 reward_per_task=Decimal("40"), currency="JPY", target_hourly_wage=Decimal("2000"))
+    create_round(name="Verify before", task_type="verification", project=project,
+                 reward_per_task=Decimal("0.20"), currency="USD", target_hourly_wage=Decimal("18.00"))
+    candidate = make_candidate(instance=make_instance(family=make_family(project=project)))
+
+    report = open_verification_items(candidates=[candidate])
+
+    (round_id,) = report.opened_rounds
+    round = CollectionRound.objects.get(pk=round_id)
+    # The latest round of its own task type sets the pay; the language stays the round type's default.
+    assert (round.reward_per_task, round.currency, round.target_hourly_wage) == (
+        Decimal("0.20"), "USD", Decimal("18.00"))
+    assert round.language == "en" and round.project == project
+
+
 def plan(project, task_type, source, language="en"):
     return round_builder.plan_items(project=project, task_type=task_type, source=source, params={},
                                     language=language)
