@@ -54,6 +54,8 @@ def _board(request, project, *, bound_kind=None, data=None, refused_upload: tupl
         "uploads": [{"name": name, "label": label, "help": help, "form": UploadForm(prefix=name),
                      "error": why if name == refused_name else None}
                     for name, (label, _, help) in UPLOADS.items()] if owner else [],
+        # The upload's form is far down the board: the top of the page says it was refused and links it.
+        "refused_upload": {"name": refused_name, "label": UPLOADS[refused_name][0]} if refused_name in UPLOADS else None,
     }
     return render(request, "cockpit/board.html", context, status=status)
 

@@ -37,6 +37,10 @@ def test_a_refused_upload_is_shown_in_its_own_form_on_the_board(owner_client, pr
     assert message in shown_in_form(body, what)
     assert '<nav class="project-nav"' in body and f'href="/projects/{project.slug}/rounds/"' in body
     assert not ModelOutput.objects.exists() and not ReviewSet.objects.exists()
+    # The form is far down the board: the top of the page says so and links the refusal.
+    top = re.search(r'<p class="notice" role="alert" id="upload-refused">(.*?)</p>', body, re.S)
+    assert top and f'href="#upload-{what}-error"' in top.group(1), body[:2000]
+    assert body.index('id="upload-refused"') < body.index('id="stages-title"')
 
 
 def test_a_duplicate_family_name_is_refused_in_the_families_form(owner_client, project):
