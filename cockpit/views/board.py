@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.utils.http import urlencode
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from datasets_app.uploads import import_families_upload, import_predictions_upload, import_review_sets_upload
 from kernel.errors import ServiceError
@@ -32,24 +32,26 @@ UPLOADS = {
 }
 
 
-def _start_forms(project, bound_kind: str | None = None, data=None):
+def _start_forms(project, bound_kind: str | None = None, data=None, refusal: str | None = None):
     return [
         {"name": name, "kind": kind,
          "form": kind.form(data if name == bound_kind else None, project=project),
-         "run_form": RunForm(data if name == bound_kind else None, prefix=f"{name}-run")}
+         "run_form": RunForm(data if name == bound_kind else None, prefix=f"{name}-run"),
+         "refusal": refusal if name == bound_kind else None}
         for name, kind in KINDS.items()
     ]
 
 
 def _board(request, project, *, bound_kind=None, data=None, refused_upload: tuple[str, str] | None = None,
-           status=200):
-    """The board; ``refused_upload`` is ``(upload name, why)`` for an upload to show refused in its own form."""
+           step_refusal: str | None = None, status=200):
+    """The board; ``refused_upload`` is ``(upload name, why)`` for an upload to show refused in its own
+    form; ``step_refusal`` why the step ``bound_kind`` was not started, shown in its form."""
     owner = is_owner(request, project)
     refused_name, why = refused_upload or (None, None)
     context = {
         "project": project, "cockpit_section": "board", "board": pipeline_board(project), "can_manage": owner,
         "first_steps": first_steps(project),
-        "start_forms": _start_forms(project, bound_kind, data) if owner else [],
+        "start_forms": _start_forms(project, bound_kind, data, step_refusal) if owner else [],
         "no_model_message": "" if configured_models() else no_model_message(),
         "uploads": [{"name": name, "label": label, "help": help, "form": UploadForm(prefix=name),
                      "error": why if name == refused_name else None}
@@ -67,17 +69,26 @@ def project_dashboard(request, slug: str):
 
 
 @researcher_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def start_step(request, slug: str, kind: str):
     project = owned_project_for(request, slug)
     step_kind = KINDS.get(kind)
+    if request.method == "GET":
+        # The address a refused start was shown at, reloaded or opened again: the step's form.
+        return redirect(f"{reverse('cockpit:project', kwargs={'slug': project.slug})}#start-{step_kind.name}")
     run_form = RunForm(request.POST, prefix=f"{step_kind.name}-run")
     form = step_kind.form(request.POST, project=project)
     if not (run_form.is_valid() and form.is_valid()):
         messages.error(request, f"{step_kind.label}: please correct the form below.")
         return _board(request, project, bound_kind=step_kind.name, data=request.POST, status=400)
-    run = start_run(project=project, user=request.user, kind=step_kind.name, model=run_form.cleaned_data["model"],
-                    budget_usd=run_form.cleaned_data["budget_usd"], parameters=form.cleaned_data)
+    try:
+        run = start_run(project=project, user=request.user, kind=step_kind.name,
+                        model=run_form.cleaned_data["model"], budget_usd=run_form.cleaned_data["budget_usd"],
+                        parameters=form.cleaned_data)
+    except ServiceError as error:  # nothing was started: shown in the step's own form, input kept
+        messages.error(request, f"{step_kind.label}: not started; see the form below.")
+        return _board(request, project, bound_kind=step_kind.name, data=request.POST, step_refusal=error.message,
+                      status=error.status_code)
     return redirect("cockpit:step-run", slug=project.slug, run_id=run.pk)
 
 

@@ -5,6 +5,8 @@ from datetime import timedelta
 from decimal import Decimal
 from io import StringIO
 
+import re
+
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
@@ -139,6 +141,24 @@ def test_an_unknown_kind_or_nothing_to_do_is_refused(owner_client, project, llm_
     response = start(owner_client, project, "generate_references")
     assert response.status_code == 400 and "nothing in this project to do" in response.content.decode()
     assert not StepRun.objects.exists()
+
+
+def test_a_refused_start_is_shown_in_the_steps_form_with_its_input_and_its_address_leads_back(
+        owner_client, project, llm_settings):
+    """Fails where the refusal was a page of its own at the POST address, whose reload answered a
+    blank 405, and the budget typed was lost."""
+    response = start(owner_client, project, "generate_references", budget="2.50")
+    body = response.content.decode()
+    assert response.status_code == 400
+    form = re.search(r'<details class="step-form" id="start-generate_references" open>.*?</details>', body, re.S)
+    assert form, body[:2000]
+    assert 'id="start-generate_references-refusal"' in form.group(0)
+    assert "nothing in this project to do" in form.group(0)
+    assert 'value="2.50"' in form.group(0)
+    assert '<nav class="project-nav"' in body
+    again = owner_client.get(reverse("cockpit:start-step", args=[project.slug, "generate_references"]))
+    assert again.status_code == 302
+    assert again["Location"] == reverse("cockpit:project", args=[project.slug]) + "#start-generate_references"
 
 
 def test_only_owners_start_runs_and_only_members_see_them(client, project, collaborator, make_researcher, awaiting,
