@@ -43,6 +43,9 @@ class Stage:
     actions: list[StageAction] = field(default_factory=list)
     crowd_action: str = ""
     crowd_kind: str = ""  # the round builder's choice for ``crowd_action``
+    # The project's rounds of that type still taking work (draft or open, items not complete): the
+    # stage's instances may already wait there, and a new round would find nothing to queue.
+    crowd_rounds: list = field(default_factory=list)
 
     @property
     def headline(self) -> str:
@@ -64,11 +67,16 @@ class Stage:
 def instance_stages(project) -> list[Stage]:
     counts = dict(Instance.objects.filter(family__project=project).values_list("status")
                   .annotate(n=Count("pk")).values_list("status", "n"))
+    taking_work = CollectionRound.objects.filter(
+        project=project, status__in=(CollectionRound.Status.DRAFT, CollectionRound.Status.OPEN),
+        items__completed_at__isnull=True).distinct().order_by("-created_at", "-id")
     stages = []
     for status, label in S.choices:
         crowd_action, crowd_kind = crowd_action_for(status)
         stage = Stage(status=status, label=label, count=counts.get(status, 0), crowd_action=crowd_action,
                       crowd_kind=crowd_kind)
+        if crowd_action and stage.count:
+            stage.crowd_rounds = list(taking_work.filter(task_type=crowd_kind.split(":")[0])[:ROUNDS_SHOWN])
         for name, kind in KINDS.items():
             if kind.stage == status:
                 stage.actions.append(StageAction(kind=name, label=kind.label, action=kind.action,

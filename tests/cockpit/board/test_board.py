@@ -1,4 +1,6 @@
 """The pipeline board: stage counts and next actions on known data, scoped to the project."""
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -102,3 +104,17 @@ def test_a_non_member_gets_not_found(client, known_board, make_researcher):
     make_researcher("eve")
     client.login(username="eve", password=PASSWORD)
     assert client.get(reverse("cockpit:project", args=[known_board.slug])).status_code == 404
+
+
+def test_a_crowd_stage_names_the_rounds_of_its_kind_still_taking_work(client, known_board, researcher):
+    """Fails where the board only offered "open a caption round", whose builder then found nothing to
+    queue because the instances already waited in an open round."""
+    client.login(username=researcher.username, password=PASSWORD)
+    page = client.get(reverse("cockpit:project", args=[known_board.slug])).content.decode()
+    round = CollectionRound.objects.get(project=known_board)
+    row = re.search(rf'<tr data-stage="{S.AWAITING_CAPTION}">.*?</tr>', page, re.S).group(0)
+    assert "rounds of this kind taking work:" in row
+    assert f'<a href="{reverse("cockpit:round", args=[known_board.slug, round.pk])}">{round.name}</a> (open)' in row
+    # A stage no round of its kind takes work for offers the builder alone.
+    verification = re.search(rf'<tr data-stage="{S.AWAITING_VERIFICATION}">.*?</tr>', page, re.S).group(0)
+    assert "taking work" not in verification and "open a verification round" in verification
