@@ -46,3 +46,7 @@ class WorkerLanguagesForm(forms.Form):
         choices=Language.choices, widget=forms.CheckboxSelectMultiple, required=False,
         label=_("Languages I work in"),
     )
+    page_language = forms.ChoiceField(
+        choices=[("", _("The round's language, when I work in it"))] + list(Language.choices),
+        widget=forms.RadioSelect, required=False, label=_("Show crowdbench's pages in"),
+    )

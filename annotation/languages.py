@@ -5,7 +5,8 @@ round's language. What crowdbench itself says around it (page chrome, task-type 
 refusals, errors, feedback) follows the worker: the round's language when they listed it among the
 languages they work in, or when they listed none (a provider's worker before any screening);
 otherwise the first language they listed. An English-only worker refused by a Japanese round reads
-why in English.
+why in English. A worker who chose a language for crowdbench's pages on their settings page reads
+every page in it (``Worker.page_language``), rounds or not.
 """
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ from django.utils import translation
 
 
 def worker_language(*, worker, round) -> str:
-    """The language code of crowdbench's text for ``worker`` on ``round``."""
+    """The language code of crowdbench's text for ``worker`` on ``round``: the one they chose for
+    crowdbench's pages, if they chose one."""
     spoken = {code for code, _name in settings.LANGUAGES}
+    chosen = getattr(worker, "page_language", "")
+    if chosen in spoken:
+        return chosen
     listed = [code for code in (worker.languages or []) if code in spoken]
     if not listed or round.language in listed:
         return round.language

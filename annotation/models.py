@@ -71,6 +71,9 @@ class Worker(models.Model):
         help_text='Languages the worker annotates in, as codes (e.g. ["en", "ja"]); rounds with '
         "the language_matched rule only go to workers who list the round's language.",
     )
+    # The language crowdbench's own pages speak to the worker in, as the worker chose it on their
+    # settings page; blank: the round's language when they work in it (``annotation.languages``).
+    page_language = models.CharField(max_length=8, choices=Language.choices, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     # When the worker last opened "My work": reviews after this are new feedback on the work list.
     # Changed only by ``annotation.services.workers.mark_work_history_seen``.

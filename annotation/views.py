@@ -9,6 +9,7 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
@@ -37,6 +38,10 @@ def worker_required(view):
         worker = local_worker_for(user=request.user)
         if worker is None:
             return _refuse(request, NOT_A_WORKER, 403)
+        if worker.page_language:
+            # The language the worker chose for crowdbench's pages, on every device they log in from.
+            with translation.override(worker.page_language):
+                return view(request, *args, worker=worker, **kwargs)
         return view(request, *args, worker=worker, **kwargs)
 
     return wrapped
@@ -67,10 +72,13 @@ def work_history(request, worker):
 @worker_required
 def worker_settings(request, worker):
     """The worker states the languages they work in; rounds for speakers of a language follow."""
-    form = WorkerLanguagesForm(request.POST if request.method == "POST" else None, initial={"languages": worker.languages})
+    form = WorkerLanguagesForm(request.POST if request.method == "POST" else None,
+                               initial={"languages": worker.languages, "page_language": worker.page_language})
     if request.method == "POST" and form.is_valid():
-        set_worker_languages(worker=worker, languages=form.cleaned_data["languages"])
-        messages.success(request, _("Your languages are saved."))
+        worker = set_worker_languages(worker=worker, languages=form.cleaned_data["languages"],
+                                      page_language=form.cleaned_data["page_language"])
+        with translation.override(worker.page_language or translation.get_language()):
+            messages.success(request, _("Your languages are saved."))
         return redirect("annotation:work-list")
     return render(request, "annotation/settings.html", {"form": form}, status=400 if form.errors else 200)
 

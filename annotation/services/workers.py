@@ -59,15 +59,18 @@ def worker_changed(worker: Worker) -> None:
 
 
 @transaction.atomic
-def set_worker_languages(*, worker: Worker, languages: Iterable[str]) -> Worker:
-    """The languages a worker works in (codes of ``Language``), as the worker states them."""
+def set_worker_languages(*, worker: Worker, languages: Iterable[str], page_language: str | None = None) -> Worker:
+    """The languages a worker works in (codes of ``Language``), as the worker states them, and the
+    language of crowdbench's pages for them (``page_language``; "" for the round's; None: unchanged)."""
     locked = Worker.objects.select_for_update().get(pk=worker.pk)
     locked.languages = sorted(set(languages))
+    if page_language is not None:
+        locked.page_language = page_language
     try:
         locked.full_clean(validate_constraints=False)
     except ValidationError as error:
         raise InvalidSubmission(message_of(error)) from None
-    locked.save(update_fields=["languages"])
+    locked.save(update_fields=["languages", "page_language"])
     worker_changed(locked)
     return locked
 
