@@ -101,6 +101,14 @@ def _compute(project, kind: str, parameters: dict, frames: tuple) -> Result:
     return irr_result(*frames, project=project, **parameters)
 
 
+def judgment_count(table) -> int:
+    """The judgments a table holds: the rankings' table has a row per ranked review, so one ranking
+    is its row of rank 1; a battle table has a row per judgment."""
+    if {"review_id", "rank"} <= set(getattr(table, "columns", ())):
+        return int((table["rank"] == 1).sum())
+    return len(table)
+
+
 def _encode(plots: dict[str, bytes]) -> dict[str, str]:
     return {name: base64.b64encode(png).decode("ascii") for name, png in plots.items()}
 
@@ -124,7 +132,7 @@ def refresh_view(*, project, kind: str, key: str, parameters: dict, force: bool 
     except ResultsError as refusal:  # judgments that cannot be rated: the page says why
         data, plots, error = "", {}, refusal.message
     values = {"parameters": parameters, "data": data, "plots": plots, "error": error,
-              "judgment_count": len(frames[0]), "input_digest": digest, "inputs_read_at": read_at,
+              "judgment_count": judgment_count(frames[0]), "input_digest": digest, "inputs_read_at": read_at,
               "computed_at": timezone.now(), "compute_seconds": time.perf_counter() - started}
     try:
         with transaction.atomic():
