@@ -40,8 +40,15 @@ class ProjectForm(forms.ModelForm):
 
 
 class MemberForm(forms.Form):
+    """Adds a member or changes a role. Its ids (``member-username``) differ from the invitation's,
+    shown on the same page; the field names, which the POST carries, stay plain."""
+
     username = forms.CharField(max_length=150)
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.COLLABORATOR)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "member-%s")
+        super().__init__(*args, **kwargs)
 
     def clean_username(self):
         username = self.cleaned_data["username"]
@@ -55,11 +62,16 @@ class MemberForm(forms.Form):
 
 
 class NewResearcherForm(forms.Form):
-    """A researcher without an account yet: made here, a member at once, with a one-time link."""
+    """A researcher without an account yet: made here, a member at once, with a one-time link. Its
+    ids (``invite-username``) differ from the member form's, shown on the same page."""
 
     username = forms.CharField(max_length=150, label="User name")
     email = forms.EmailField(required=False, label="Email (optional, for your records)")
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.COLLABORATOR)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "invite-%s")
+        super().__init__(*args, **kwargs)
 
 
 class NewWorkerForm(forms.Form):
