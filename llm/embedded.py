@@ -160,6 +160,11 @@ def loaded() -> bool:
     return _Model._instance is not None
 
 
+def load() -> None:
+    """Load the model in this process now, if it is not loaded (e.g. before a timed request)."""
+    _Model.get()
+
+
 # ---- the OpenAI wire format --------------------------------------------------------------------
 
 

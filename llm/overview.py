@@ -90,15 +90,38 @@ class ModelTrial:
     latency_seconds: float | None
     error: str = ""
     cost_usd: Decimal | None = None
+    loading_seconds: float | None = None  # the embedded model loaded first, not counted in the latency
+
+
+def load_embedded_model() -> float | None:
+    """Loads the embedded model in this process when it is the configured one and not loaded yet,
+    and returns the seconds that took (None when there was nothing to load): the call that follows
+    then times the answer only. A model that cannot load is left to the request that follows, which
+    reports why as any failed request does."""
+    try:
+        config = LLMConfig.from_settings()
+    except LLMNotConfigured:
+        return None
+    if not config.embedded or embedded.loaded():
+        return None
+    started = time.perf_counter()
+    try:
+        embedded.load()
+    except Exception:  # noqa: BLE001 - the request that follows fails the same way and says so
+        return None
+    return time.perf_counter() - started
 
 
 def try_model(model: str) -> ModelTrial:
     """One short request to ``model`` (one of the configured ones; else ``LLMNotConfigured``), sent
-    even if an identical one was answered before: the point is to see the server answer now."""
+    even if an identical one was answered before: the point is to see the server answer now. The
+    embedded model is loaded before the request, its loading timed apart from the answer."""
     if model not in configured_models():
         raise LLMNotConfigured(f"{model!r} is not one of the configured models")
+    loading = load_embedded_model() if model == embedded.EMBEDDED_MODEL else None
     nonce = time.time_ns()  # a new request body each time: never answered from the cache
     result = complete(TEST_PROMPT, model=model, purpose=TEST_PURPOSE, max_tokens=TEST_MAX_TOKENS,
                       temperature=0, user=f"model-test-{nonce}")
     return ModelTrial(model=model, ok=result.ok, reply=(result.text or "").strip(),
-                     latency_seconds=result.latency_seconds, error=result.error, cost_usd=result.cost_usd)
+                      latency_seconds=result.latency_seconds, error=result.error, cost_usd=result.cost_usd,
+                      loading_seconds=loading)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import Decimal
+from statistics import median
 
 from djangokit.money import MoneySum
 
@@ -31,14 +32,15 @@ def run_cost_from_calls(run: LLMRun) -> Decimal:
 
 def measured_speed(model: str, *, last: int = 50) -> dict | None:
     """How fast ``model`` answered lately, from its last ``last`` answered calls (cache hits are not
-    calls): the mean latency of a call and the completion tokens per second of latency. None
-    without such calls."""
+    calls): the median seconds of a call and the median completion tokens per second of a call. The
+    median, not the mean: a call that also loaded the embedded model (once per process, tens of
+    seconds) is one slow call among the others instead of weighing on the figure as many calls
+    would. None without such calls."""
     rows = list(
         LLMCall.objects.filter(model=model, status=LLMCall.Status.OK, latency_seconds__gt=0)
         .order_by("-pk").values_list("latency_seconds", "completion_tokens")[:last]
     )
     if not rows:
         return None
-    seconds = sum(latency for latency, _ in rows)
-    tokens = sum(count or 0 for _, count in rows)
-    return {"calls": len(rows), "mean_seconds": seconds / len(rows), "tokens_per_second": tokens / seconds}
+    return {"calls": len(rows), "median_seconds": median(latency for latency, _ in rows),
+            "tokens_per_second": median((count or 0) / latency for latency, count in rows)}

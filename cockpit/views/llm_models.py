@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from djangokit.money import MoneySum
 from llm.config import LLMNotConfigured
 from llm.overview import overview, try_model
+from llm.steps import format_usd
 from stepruns.models import StepRun
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
@@ -21,9 +22,15 @@ RECENT_RUNS = 20
 def _page(request, project, *, trial=None, trial_error="", status=200):
     runs = StepRun.objects.filter(project=project).exclude(model="")
     spending = list(runs.values("model").annotate(spent=MoneySum("cost_usd")).order_by("model"))
+    # USD as the board shows a run's cost (StepRun.cost_shown): exact, without trailing zeros.
+    for row in spending:
+        row["spent_shown"] = format_usd(row["spent"])
+    recent_runs = list(runs.order_by("-pk")[:RECENT_RUNS])
+    for run in recent_runs:
+        run.budget_shown = "" if run.budget_usd is None else format_usd(run.budget_usd)
     return render(request, "cockpit/llm_models.html", {
         "project": project, "cockpit_section": "llm", "overview": overview(), "can_test": is_owner(request, project),
-        "recent_runs": runs.order_by("-pk")[:RECENT_RUNS], "spending": spending,
+        "recent_runs": recent_runs, "spending": spending,
         "trial": trial, "trial_error": trial_error,
     }, status=status)
 

@@ -4,11 +4,16 @@ the step form names what to configure when no model is available, keeping the ty
 from __future__ import annotations
 
 import logging
+from decimal import Decimal
 
 import pytest
 from django.urls import reverse
 
 from fakes.openai_server import FakeOpenAIServer
+from llm import embedded
+from llm.models import LLMCall
+from stepruns.models import StepRun
+from tests.llm.fake_embedded import fake_embedded_model  # noqa: F401  (fixture)
 
 from .conftest import PASSWORD
 
@@ -41,7 +46,7 @@ def test_configured_models_with_their_sources_and_prices_and_never_the_key(owner
     tested = response.content.decode()
     assert response.status_code == 200 and "cheap-model answered in" in tested
     assert served.completion_requests[-1].body["model"] == "cheap-model"
-    assert "tokens/s (last 1 calls)" in tested and "no calls yet" in tested  # cheap-model, then served-model
+    assert "tokens/s (the last call)" in tested and "no calls yet" in tested  # cheap-model, then served-model
     for text in (page, tested, caplog.text):
         assert SECRET not in text
 
@@ -87,3 +92,30 @@ def test_the_step_form_names_what_to_configure_and_keeps_the_budget(owner_client
     assert "This field is required." not in page
     assert page.count("No LLM model is available: No LLM server is configured. Set LLM_BASE_URL") >= 2
     assert 'value="2.75"' in page
+
+
+def test_speed_is_the_median_of_recent_calls_and_says_so(owner_client, project, fake_embedded_model):
+    # The first call also loaded the model (a step run in a new process); the three others were warm.
+    for number, latency in enumerate([43.0, 3.7, 3.7, 3.7]):
+        LLMCall.objects.create(request_hash=f"{number:064x}", endpoint=LLMCall.Endpoint.CHAT,
+                               model=embedded.EMBEDDED_MODEL, request={}, status=LLMCall.Status.OK,
+                               latency_seconds=latency, completion_tokens=24)
+    page = owner_client.get(reverse("cockpit:llm-models", args=[project.slug])).content.decode()
+    assert "3.7 s per call" in page and "(median of the last 4 calls)" in page  # not the mean, 13.5 s
+    assert "Speed lately is the median of the model's last answered calls" in page
+    # Testing the model loads it first, timed apart: the test's own call is a warm one.
+    tested = owner_client.post(reverse("cockpit:llm-test", args=[project.slug]), {"model": embedded.EMBEDDED_MODEL})
+    text = tested.content.decode()
+    assert tested.status_code == 200 and "Loading the embedded model took" in text
+    assert f"{embedded.EMBEDDED_MODEL} answered in" in text and "(median of the last 5 calls)" in text
+    assert "3.7 s per call" in text
+
+
+def test_budgets_and_spending_read_as_money(owner_client, project, researcher, served):
+    for budget, cost in ((Decimal("0.100000"), Decimal("0.00052200")), (None, Decimal("1.50000000"))):
+        StepRun.objects.create(project=project, kind="generate_references", model="served-model", budget_usd=budget,
+                               cost_usd=cost, status=StepRun.Status.SUCCEEDED, created_by=researcher)
+    page = owner_client.get(reverse("cockpit:llm-models", args=[project.slug])).content.decode()
+    assert "0.100000" not in page and "0.00052200" not in page and "1.500000" not in page
+    assert "<td>0.1</td>" in page and "<td>0.000522</td>" in page and "<td>no cap</td>" in page
+    assert "<td>1.5</td>" in page and "<td>1.500522</td>" in page  # each run's cost, and the model's spending
