@@ -7,6 +7,7 @@ from annotation.permissions import is_local_worker
 from annotation.services.engine import request_assignment
 from annotation.services.workers import get_or_create_local_worker
 from demo.rounds import create_demo_rounds
+from tests.llm.fake_embedded import fake_embedded_model  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -107,6 +108,24 @@ def test_load_demo_prints_what_the_crowd_did():
     for round in completed:
         crowd = set(round.assignments.counted().values_list("worker", flat=True))
         assert crowd and set(round.worker_quality.values_list("worker", flat=True)) == crowd, round.name
+
+
+@pytest.mark.django_db(transaction=True)  # the step run is carried out when the loader's transaction commits
+def test_load_demo_says_what_its_llm_step_wrote_in_words_that_read_right_for_one(fake_embedded_model):
+    import io
+    import re
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    [line] = [line for line in out.getvalue().splitlines() if line.startswith("LLM step")]
+    # The model is loaded before the run, so the run's call times the answer only.
+    assert fake_embedded_model.events[:2] == ["load", "generate"]
+    assert re.search(r"succeeded in \d+\.\d s, after \d+\.\d s loading the model\. ", line), line
+    assert "1 reference candidate written for the 1 instance awaiting one; 1 verification item in round " in line
+    for wrong in ("1 instances", "1 reference candidates", "1 items", "1 requests"):
+        assert wrong not in line, line
 
 
 def test_make_demo_gives_the_server_address_as_the_site_base_url():
