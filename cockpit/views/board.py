@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from datasets_app.uploads import import_families_upload, import_predictions_upload, import_review_sets_upload
 from kernel.errors import ServiceError
 from llm.config import configured_models
+from llm.steps import format_usd
 from stepruns.kinds.registry import KINDS
 from stepruns.models import StepRun
 from stepruns.services import start_run
@@ -100,6 +101,7 @@ def step_run(request, slug: str, run_id: int):
     kind = KINDS.get(run.kind)
     return render(request, "cockpit/step_run.html", {
         "project": project, "cockpit_section": "board", "run": run, "kind": kind,
+        "budget_shown": format_usd(run.budget_usd) if run.budget_usd is not None else "",
         "parameters": [(key, ", ".join(map(str, value)) if isinstance(value, list) else value)
                        for key, value in run.parameters.items()],
     })

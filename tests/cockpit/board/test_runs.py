@@ -62,6 +62,8 @@ def test_generate_references_runs_in_process_and_shows_progress_and_cost(
     page = owner_client.get(response.url).content.decode()
     assert "succeeded" in page and "3 / 3" in page and str(run.cost_usd.normalize()) in page
     assert "3 reference candidates created" in page
+    # The budget without the column's trailing zeros (it read 1.000000).
+    assert "<dd>1</dd>" in page and "1.000000" not in page
 
 
 def test_a_budget_too_small_stops_the_run(owner_client, project, awaiting, llm_settings, fake_server,
