@@ -28,6 +28,7 @@ from datasets_app.reference_generation import (
 )
 from llm.client import configured_model
 from llm.params import LLMRunParams
+from kernel.wording import counted
 
 from .errors import InvalidTransition
 from .models import CollectionRound, WorkItem, round_default
@@ -193,8 +194,8 @@ class RoutingReport:
 
     def summary(self) -> str:
         if not self.items:
-            return f"no new verification items ({self.already_routed} candidates already had one)"
-        parts = [f"round {round_id}: {len(ids)} items" for round_id, ids in self.items.items()]
+            return f"no new verification items ({counted(self.already_routed, 'candidate')} already had one)"
+        parts = [f"round {round_id}: {counted(len(ids), 'item')}" for round_id, ids in self.items.items()]
         return "verification items added: " + ", ".join(parts)
 
 
@@ -300,7 +301,7 @@ class RecaptionReport:
         if self.round is None:
             return "no discarded instances matched: no round created"
         return (f"caption round {self.round.pk} ({self.round.name}, {self.round.status}) "
-                f"with {len(self.instance_ids)} instances")
+                f"with {counted(len(self.instance_ids), 'instance')}")
 
 
 @transaction.atomic

@@ -21,6 +21,7 @@ from llm.models import PromptTemplate
 from llm.services import ensure_default_templates, render_template
 from llm.params import LLMRunParams
 from llm.steps import Answer, LLMStep, StepReport
+from kernel.wording import counted
 
 from . import instance_status
 from .models import Caption, Instance, ReferenceCandidate, Source
@@ -57,7 +58,7 @@ class ReferenceReport(StepReport):
 
     def summary(self) -> str:
         return (
-            f"{self.requested} instances: {self.created} reference candidates created, "
+            f"{counted(self.requested, 'instance')}: {counted(self.created, 'reference candidate')} created, "
             f"{len(self.failures)} failed, {len(self.skipped)} skipped; {self.requests_summary()}"
         )
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
+from kernel.wording import counted
+
 from .calls import LLMRequest, LLMResult, RenderedPrompt
 from .client import BatchResults, run_batch
 from .models import LLMRun
@@ -59,7 +61,7 @@ class StepReport:
         return self.run_status == LLMRun.Status.BUDGET_EXCEEDED
 
     def requests_summary(self) -> str:
-        return (f"{self.sent} requests sent, {self.cache_hits} answered from the cache "
+        return (f"{counted(self.sent, 'request')} sent, {self.cache_hits} answered from the cache "
                 f"(spent ${format_usd(self.spent_usd)})")
 
 

@@ -96,7 +96,7 @@ def test_a_verification_round_made_by_generate_references_belongs_to_the_project
     out = StringIO()
     call_command("generate_references", stdout=out, verbosity=0)
     round = CollectionRound.objects.get(task_type="verification")
-    assert f"verification items added: round {round.pk}: 1 items" in out.getvalue()
+    assert f"verification items added: round {round.pk}: 1 item" in out.getvalue()
 
     assert round.project == project and round.status == CollectionRound.Status.OPEN
     assert (round.language, round.reward_per_task, round.target_hourly_wage, round.time_limit_seconds) == (

@@ -69,7 +69,7 @@ def test_generate_references_command_refuses_bad_options(llm_settings):
 def test_generate_references_command_reports_the_budget_stop(llm_settings, fake_server):
     captioned(3)
     out, err = run("generate_references", "--budget", "0.0055")
-    assert "1 reference candidates created, 2 failed" in out
+    assert "1 reference candidate created, 2 failed" in out
     assert "The budget was reached" in out
     assert err.count("still awaiting a reference") == 2
 
@@ -83,7 +83,7 @@ def test_recaption_and_regenerate_commands(llm_settings, fake_server):
 
     out, _ = run("recaption_round", "--from-discarded", "caption", "--workers-per-item", "2", "--reward", "0.75")
     round = CollectionRound.objects.filter(task_type="caption").latest("id")
-    assert f"caption round {round.pk}" in out and "with 1 instances" in out
+    assert f"caption round {round.pk}" in out and "with 1 instance" in out
     assert (round.workers_per_item, str(round.reward_per_task), round.status) == (2, "0.75", "open")
     assert list(round.items.values_list("instance_id", flat=True)) == [caption_bad.pk]
 
