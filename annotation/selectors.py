@@ -545,7 +545,7 @@ def _target_conditions(row) -> Q:
 def item_history(row, *, project) -> list[dict]:
     """The rounds of ``project`` whose work items are about ``row`` (a family, instance, review set or
     model output), newest first, each item with its submitted judgments (worker, dates, review status,
-    answers in the type's own terms)."""
+    answers in the type's own terms; a ranking as the reviews' places in their set)."""
     items = (WorkItem.objects.filter(_target_conditions(row), round__project=project)
              .select_related("round").order_by("-round__created_at", "-round_id", "position")[:HISTORY_ITEMS])
     items = list(items)
@@ -553,9 +553,35 @@ def item_history(row, *, project) -> list[dict]:
     for assignment in (Assignment.objects.submitted().filter(item__in=[item.pk for item in items])
                        .select_related("worker__user", "round").order_by("submitted_at", "pk")):
         judgments.setdefault(assignment.item_id, []).append(assignment)
-    return [{"item": item, "round": item.round, "judgments": [
-        {"assignment": assignment, "answers": _answers(assignment)} for assignment in judgments.get(item.pk, [])]}
-        for item in items]
+    places = _review_places({item.review_set_id for item in items if item.review_set_id is not None})
+    return [{"item": item, "round": item.round, "judgments": [_judgment(assignment, item, places)
+                                                              for assignment in judgments.get(item.pk, [])]}
+            for item in items]
+
+
+def _review_places(review_set_ids) -> dict[int, int]:
+    """Review id -> its place in its set (1 to 5), as the review set's page lists them (by prompt rank)."""
+    from datasets_app.models import Review
+
+    places: dict[int, int] = {}
+    counted: dict[int, int] = {}
+    for review_id, review_set_id in (Review.objects.filter(review_set_id__in=review_set_ids)
+                                     .order_by("review_set_id", "prompt_rank", "pk")
+                                     .values_list("pk", "review_set_id")):
+        counted[review_set_id] = counted.get(review_set_id, 0) + 1
+        places[review_id] = counted[review_set_id]
+    return places
+
+
+def _judgment(assignment: Assignment, item: WorkItem, places: dict[int, int]) -> dict:
+    """One judgment of the history: its answers in the type's own terms, and for a ranking of a review
+    set the reviews' places in the set, best first (``ranking``: [3, 1, 5, 2, 4]), instead of the ids
+    the worker's page showed (which say nothing to a reader)."""
+    order = (assignment.payload or {}).get("order")
+    if item.review_set_id is not None and isinstance(order, list):
+        return {"assignment": assignment, "answers": None,
+                "ranking": [places.get(review_id, "?") for review_id in order]}
+    return {"assignment": assignment, "answers": _answers(assignment), "ranking": None}
 
 
 def _answers(assignment: Assignment) -> dict | None:

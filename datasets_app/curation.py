@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
@@ -46,6 +47,9 @@ APP_LABEL = "datasets_app"
 VERDICT_MODELS = (Verification, AcceptedReference)
 # Rows of this app that only show an image: an image is used when what they belong to is.
 IMAGE_HOLDERS = {InstanceImage: "instance", FamilySeedImage: "family"}
+# What shows an image, named as the pages name it (singular, plural), in the order they are told.
+HOLDER_NAMES = {Instance: ("instance", "instances"), InstructionFamily: ("family", "families"),
+                ReviewSet: ("review set", "review sets")}
 # Bounds of the edited texts: the same as the imports'.
 LIMITS = {"name": 200, "description": 5000, "seed_instruction": 5000, "seed_response": 20000,
           "instruction": 5000, "text": 20000, "creator": 300, "category": 200, "license": 200,
@@ -116,8 +120,58 @@ def _collect(row: Model) -> tuple[Collector | None, Counter]:
     return collector, blocking
 
 
-def usage(row: Model) -> list[str]:
-    """Why ``row`` counts as used (empty: it may be edited or deleted), e.g. ["2 work items refer to it"]."""
+@dataclass(frozen=True)
+class Holders:
+    """One kind of row showing an image (instances, families by their seed example, review sets):
+    how many of them show it, and how many of those are used."""
+
+    model: type[Model]
+    shown: int
+    used: int
+
+
+def image_holders(image: Image) -> list[Holders]:
+    """What shows ``image``, kind by kind (the kinds with at least one row), each row counted once
+    (an instance showing it twice is one instance)."""
+    rows: dict[type[Model], dict[int, Model]] = {model: {} for model in HOLDER_NAMES}
+    for model, field in IMAGE_HOLDERS.items():
+        for link in model.objects.filter(image=image).select_related(field):
+            holder = getattr(link, field)
+            rows[type(holder)][holder.pk] = holder
+    for review_set in ReviewSet.objects.filter(image=image):
+        rows[ReviewSet][review_set.pk] = review_set
+    return [Holders(model, len(held), sum(1 for holder in held.values() if _own_usage(holder)))
+            for model, held in rows.items() if held]
+
+
+def holders_phrase(counts: list[tuple[type[Model], int]]) -> str:
+    """ "2 instances, 1 family and 2 review sets" (kinds counted zero are left out)."""
+    parts = [f"{count} {HOLDER_NAMES[model][count != 1]}" for model, count in counts if count]
+    return "".join(parts) if len(parts) < 2 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _used_holders(holders: list[Holders], *, already: bool = False) -> str:
+    """ "2 instances and 1 family that show it are used"; empty when none of them is used."""
+    used = [(entry.model, entry.used) for entry in holders if entry.used]
+    if not used:
+        return ""
+    one = sum(count for _, count in used) == 1
+    return (f"{holders_phrase(used)} that {'shows' if one else 'show'} it {'is' if one else 'are'} "
+            f"{'already ' if already else ''}used")
+
+
+def usage(row: Model, *, holders: list[Holders] | None = None) -> list[str]:
+    """Why ``row`` counts as used (empty: it may be edited or deleted), e.g. ["2 work items refer to it"];
+    an image also when rows showing it are used (``holders``: its ``image_holders`` when already read)."""
+    reasons = _own_usage(row)
+    if isinstance(row, Image):
+        shown = _used_holders(image_holders(row) if holders is None else holders)
+        reasons += [shown] if shown else []
+    return reasons
+
+
+def _own_usage(row: Model) -> list[str]:
+    """Why ``row`` itself is used (for an image: not counting what shows it)."""
     collector, blocking = _collect(row)
     taken: Counter = Counter()
     if collector is not None:
@@ -136,31 +190,26 @@ def usage(row: Model) -> list[str]:
             reasons.append(f"{_plural(model, count)} {'depends' if count == 1 else 'depend'} on it")
     for check in USE_CHECKS:
         reasons += check(row)
-    if isinstance(row, Image):
-        reasons += _image_usage(row)
     return reasons
 
 
-def _image_usage(image: Image) -> list[str]:
-    """An image is used when a family, instance or review set showing it is."""
-    holders = [getattr(link, field) for model, field in IMAGE_HOLDERS.items()
-               for link in model.objects.filter(image=image).select_related(field)]
-    holders += list(ReviewSet.objects.filter(image=image))
-    used = [holder for holder in holders if usage(holder)]
-    return [f"{_plural(type(used[0]), len(used))} showing it {'is' if len(used) == 1 else 'are'} used"] if used else []
-
-
 def _shown_by(blocking: Counter) -> list[str]:
-    """Rows of this app that still show an image (its instances, seed examples, review sets)."""
+    """Rows of this app that protect ``row`` from a delete (what shows an image: ``image_holders``)."""
     return [_plural(model, count) for model, count in sorted(blocking.items(), key=lambda pair: pair[0]._meta.label)
             if model._meta.app_label == APP_LABEL]
 
 
-def check_unused(row: Model, *, action: str) -> None:
-    reasons = usage(row)
-    if reasons:
-        raise DataInUse(f"This {row._meta.verbose_name} cannot be {action}: it is already used "
-                        f"({'; '.join(reasons)}). Nothing was changed.")
+def check_unused(row: Model, *, action: str, holders: list[Holders] | None = None) -> None:
+    """Refuse (``DataInUse``) to edit or delete a used row, saying why: "This image cannot be deleted:
+    3 instances that show it are already used." (``holders``: an image's ``image_holders`` when read)."""
+    reasons = _own_usage(row)
+    parts = [f"it is already used ({'; '.join(reasons)})"] if reasons else []
+    if isinstance(row, Image):
+        shown = _used_holders(image_holders(row) if holders is None else holders, already=True)
+        parts += [shown] if shown else []
+    if parts:
+        raise DataInUse(f"This {row._meta.verbose_name} cannot be {action}: {' and '.join(parts)}. "
+                        "Nothing was changed.")
 
 
 def _clean(field: str, value, *, label: str, required: bool = True) -> str:
@@ -260,7 +309,13 @@ def delete_row(row: Model) -> None:
     """Delete an unused family, instance, image, review set or model output (with what is its own:
     an instance's captions and outputs, a review set's reviews); refused while anything uses or shows it."""
     row = type(row).objects.select_for_update().get(pk=row.pk)
-    check_unused(row, action="deleted")
+    holders = image_holders(row) if isinstance(row, Image) else None
+    check_unused(row, action="deleted", holders=holders)
+    if holders:
+        shown = holders_phrase([(entry.model, entry.shown) for entry in holders])
+        one = sum(entry.shown for entry in holders) == 1
+        raise DataInUse(f"This image cannot be deleted while {shown} {'shows' if one else 'show'} it; "
+                        "delete those first. Nothing was changed.")
     _, blocking = _collect(row)
     needed = _shown_by(blocking)
     if needed:

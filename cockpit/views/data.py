@@ -4,11 +4,13 @@ history in the crowd work, and edited or deleted while nothing uses it.
 
 The reads are the owning apps' selectors (``datasets_app.selectors.browse_*``,
 ``annotation.selectors.item_history``), the writes their services (``datasets_app.curation``); a
-refusal (a used row, a bad filter) is the cockpit's ``refused`` page with a way back, nothing changed.
+refused edit or delete (a used row) is the cockpit's ``refused`` page with a way back, nothing changed;
+a bad filter value is shown at its field on the list page itself (400).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Callable
 
 from django import forms
@@ -17,13 +19,14 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.selectors import item_history
 from annotation.watch import DEFAULT_COVERAGE_TARGET
 from datasets_app import curation
 from datasets_app import selectors as reads
-from datasets_app.models import Image, Instance, InstructionFamily, Language
+from datasets_app.models import Image, Instance, InstructionFamily, Language, ReviewSet
 from quality.selectors import worker_label
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
@@ -43,12 +46,10 @@ class _Filter(forms.Form):
         super().__init__(data)
         self.project = project
 
-    def checked(self) -> dict:
-        """The cleaned filters, or a 400 naming each refused one (another project's family, an unknown stage)."""
-        if not self.is_valid():
-            raise BadQuery("Unknown filter value: " + "; ".join(
-                f"{field}: {' '.join(errors)}" for field, errors in self.errors.items()))
-        return {name: value for name, value in self.cleaned_data.items()}
+    def filters(self) -> dict:
+        """The cleaned filters (call once ``is_valid``); a refused value (another project's family, an
+        unknown stage, a target below 1) stays on the form, shown at its field."""
+        return dict(self.cleaned_data)
 
 
 def _choices(values, empty):
@@ -191,7 +192,14 @@ def data_list(request, slug: str, kind: str):
     project = project_for(request, slug)
     kind = _kind(kind)
     form = kind.filter_form(request.GET, project=project)
-    filters = form.checked()
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"project": project, "cockpit_section": "data", "kinds": KINDS, "kind": kind, "form": form,
+               "query": query.urlencode()}
+    if not form.is_valid():
+        # The list page itself, the refused value kept and its error at its field; no rows are read.
+        return render(request, "cockpit/data/list.html", context, status=400)
+    filters = form.filters()
     target = None
     if kind.key == "families":
         target = filters.pop("target", None) or DEFAULT_COVERAGE_TARGET
@@ -199,17 +207,21 @@ def data_list(request, slug: str, kind: str):
     rows = list(page.object_list)
     for row in rows if target else ():
         row.missing = max(target - row.verified_count, 0)
-    query = request.GET.copy()
-    query.pop("page", None)
     return render(request, "cockpit/data/list.html", {
-        "project": project, "cockpit_section": "data", "kinds": KINDS, "kind": kind, "form": form, "page": page,
-        "rows": rows, "target": target, "query": query.urlencode(),
+        **context, "page": page, "rows": rows, "target": target,
+        # A search or filter narrows the list: an empty page then means nothing matched, not no data.
+        "filtering": any(value not in (None, "") for value in filters.values()),
         "page_ids": ", ".join(str(row.pk) for row in page.object_list),
     })
 
 
+# An instance's ``updated_at`` a little after its ``created_at`` is the same save, not a change.
+SAME_SAVE = timedelta(seconds=1)
+
+
 def _detail_context(request, project, kind: Kind, row, *, form=None) -> dict:
-    reasons = curation.usage(row)
+    holders = curation.image_holders(row) if isinstance(row, Image) else None
+    reasons = curation.usage(row, holders=holders)
     history = item_history(row, project=project) if kind.key != "images" else []
     for entry in history:
         for judgment in entry["judgments"]:
@@ -218,6 +230,7 @@ def _detail_context(request, project, kind: Kind, row, *, form=None) -> dict:
         "project": project, "cockpit_section": "data", "kinds": KINDS, "kind": kind, "row": row,
         "can_manage": is_owner(request, project), "used_because": reasons, "history": history,
         "template": f"cockpit/data/_{kind.key}.html",
+        "changed_at": _changed_at(row),
     }
     if context["can_manage"] and not reasons:
         context["edit_form"] = form or kind.edit_form(initial={name: getattr(row, name) for name in kind.edit_form.base_fields})
@@ -227,9 +240,38 @@ def _detail_context(request, project, kind: Kind, row, *, form=None) -> dict:
         context["images"] = row.ordered_images()
     if isinstance(row, InstructionFamily):
         context["images"] = row.ordered_seed_images()
+    if isinstance(row, ReviewSet):
+        context["images"] = [row.image]
     if isinstance(row, Image):
         context["holders"] = reads.holders_of_image(row)
+        context["image_use"] = _image_use(holders)
     return context
+
+
+def _changed_at(row):
+    """When the row last changed after it was added, or None. Only instances keep it (``updated_at``,
+    which an edit and a move to another stage both set); the other rows keep no such date."""
+    updated = getattr(row, "updated_at", None)
+    return updated if updated is not None and updated - row.created_at > SAME_SAVE else None
+
+
+def _holders_text(counts) -> str:
+    """ "2 instances, 1 family and 2 review sets", in the page's language."""
+    names = {Instance: lambda n: ngettext("%(n)d instance", "%(n)d instances", n),
+             InstructionFamily: lambda n: ngettext("%(n)d family", "%(n)d families", n),
+             ReviewSet: lambda n: ngettext("%(n)d review set", "%(n)d review sets", n)}
+    parts = [names[model](count) % {"n": count} for model, count in counts if count]
+    if len(parts) < 2:
+        return "".join(parts)
+    return _("%(first)s and %(last)s") % {"first": ", ".join(parts[:-1]), "last": parts[-1]}
+
+
+def _image_use(holders) -> dict:
+    """An image's history: no round uses an image itself, only the rows that show it."""
+    used = sum(entry.used for entry in holders)
+    return {"shown": _holders_text([(entry.model, entry.shown) for entry in holders]), "used_count": used,
+            "shown_count": sum(entry.shown for entry in holders),
+            "used": _holders_text([(entry.model, entry.used) for entry in holders])}
 
 
 def _user_worker(user) -> str:

@@ -143,6 +143,36 @@ def test_every_list_and_row_page_reads_well(page, researcher, project):
     # The review set's texts are shown as text.
     page.goto(f"/projects/{project.slug}/data/review-sets/{review_set.pk}/")
     expect(page.locator("ol.reviews li").first).to_contain_text("<em>Review</em> 0")
+    expect(page.locator("ul.data-images img")).to_have_attribute("alt", f"Image {review_set.image_id}")
     page.goto(f"/projects/{project.slug}/data/images/{image.pk}/")
     expect(page.locator("ul.holders")).to_contain_text(f"instance {instance.pk}")
+    expect(page.locator("#image-use")).to_have_text(
+        "Not used by a round directly; shown by 1 instance, of which none is used.")
+    assert page.js_errors == []
+
+
+def test_a_search_that_matches_nothing_and_a_bad_filter_stay_on_the_list(page, researcher, project):
+    family = make_family(project=project, name="Counting")
+    make_instance(family=family, instruction="How many cats?")
+    log_in_researcher(page, researcher.username, f"/projects/{project.slug}/data/instances/")
+    page.fill("#id_q", "zzzz")
+    page.get_by_role("button", name="Show").click()
+    page.wait_for_url("**/data/instances/?*q=zzzz*")
+    expect(page.locator("#data-empty")).to_contain_text("Nothing matches this search or these filters.")
+    page.locator("#clear-filters").click()
+    page.wait_for_url("**/data/instances/")
+    expect(page.locator("table.data-rows tbody tr")).to_have_count(1)
+
+    # A target below 1 (an address typed or kept; the field itself asks for 1 or more) is shown at its
+    # field, on the list page, the value kept.
+    response = page.goto(f"/projects/{project.slug}/data/families/?target=-5")
+    assert response.status == 400
+    expect(page.locator("#id_target_error")).to_have_text("Ensure this value is greater than or equal to 1.")
+    expect(page.locator("#id_target")).to_have_value("-5")
+    expect(page.locator("#id_target")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator(".project-nav")).to_be_visible()
+    page.fill("#id_target", "2")
+    page.get_by_role("button", name="Show").click()
+    page.wait_for_url("**/data/families/?*target=2*")
+    expect(page.locator(f"tr[data-id='{family.pk}'] td.coverage")).to_contain_text("0 / 2")
     assert page.js_errors == []

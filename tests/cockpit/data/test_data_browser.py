@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
 from annotation.services.engine import request_assignment
 from annotation.services.submissions import submit_assignment
 from datasets_app.models import (
     Caption,
+    FamilySeedImage,
     Image,
     Instance,
+    InstanceImage,
     InstructionFamily,
     ModelOutput,
     ReferenceCandidate,
@@ -105,13 +108,42 @@ def test_a_bad_filter_is_refused_inline_naming_it(owner, project, query, named):
     response = owner.get(url(project, "instances"), query)
     assert response.status_code == 400
     page = response.content.decode()
-    assert f"{named}:" in page and 'id="back-link"' in page and 'class="project-nav"' in page
+    assert f'id="id_{named}_error"' in page and 'id="filter-refused"' in page and 'class="project-nav"' in page
+    assert 'id="data-instances"' not in page and "Unknown filter value" not in page
+
+
+@pytest.mark.parametrize("target, error", [("-5", "Ensure this value is greater than or equal to 1."),
+                                           ("abc", "Enter a whole number.")])
+def test_a_bad_target_is_shown_at_its_field_on_the_list_page_with_the_value_kept(owner, project, target, error):
+    make_family(project=project, name="Counting")
+    response = owner.get(url(project, "families"), {"target": target, "q": "count"})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert 'class="project-nav"' in page and 'class="inline-form data-filters"' in page
+    field_error = page.split('id="id_target_error"', 1)[1].split("</span>", 1)[0]
+    assert error in field_error
+    field = page.split('id="id_target"', 1)[0].rsplit("<input", 1)[1]
+    assert f'value="{target}"' in field and 'aria-invalid="true"' in field and "id_target_error" in field
+    assert 'value="count"' in page
+    assert "Unknown" not in page and 'id="back-link"' not in page and 'id="data-families"' not in page
 
 
 def test_another_projects_family_is_not_a_filter_value(owner, project, researcher):
     theirs = make_family(project=create_project(name="Other", slug="other", owner=researcher))
     response = owner.get(url(project, "instances"), {"family": theirs.pk})
-    assert response.status_code == 400 and "family:" in response.content.decode()
+    assert response.status_code == 400 and 'id="id_family_error"' in response.content.decode()
+
+
+def test_a_search_nothing_matches_says_so_and_offers_to_clear_it(owner, project):
+    empty = owner.get(url(project, "instances")).content.decode()
+    assert "Nothing here yet." in empty and "Nothing matches" not in empty
+    make_instance(family=make_family(project=project), instruction="How many cats?")
+    for query in ({"q": "zzzz"}, {"stage": "verified"}, {"q": "zzzz", "page": "2"}):
+        page = owner.get(url(project, "instances"), query).content.decode()
+        assert "Nothing matches this search or these filters." in page and "Nothing here yet" not in page
+        assert f'<a href="{url(project, "instances")}" id="clear-filters">' in page
+    # An empty search box filters nothing: the list is shown.
+    assert len(ids(owner.get(url(project, "instances"), {"q": "", "stage": ""}))) == 1
 
 
 def test_an_unknown_list_is_refused_not_a_crash(owner, project):
@@ -202,6 +234,59 @@ def test_an_instance_shows_its_rounds_judgments_and_verdicts_with_workers_escape
     # The output in the round has the same history.
     output_page = owner.get(url(project, "outputs", outputs[0].pk)).content.decode()
     assert round.name in output_page and "judge-1" in output_page
+
+
+def _rank(review_set, worker, prompt_ranks):
+    """``worker`` ranks ``review_set`` in its first open ranking item, reviews given by prompt rank, best first."""
+    from annotation.models import CollectionRound
+    from annotation.task_types.ranking import shown_review_ids
+
+    round = CollectionRound.objects.get(items__review_set=review_set)
+    assignment = request_assignment(round=round, worker=worker)
+    shown = shown_review_ids(assignment)
+    by_rank = {review.prompt_rank: review.pk for review in review_set.reviews.all()}
+    order = [shown[by_rank[rank]] for rank in prompt_ranks]
+    submit_assignment(assignment_id=assignment.pk, worker=worker, data={"order": order})
+    return order
+
+
+def test_a_ranking_reads_as_the_reviews_places_in_the_set_never_ids(owner, project):
+    review_set = make_review_set(project=project)
+    make_round(task_type="ranking", targets=[review_set], project=project)
+    shown = _rank(review_set, make_worker("ranker-1"), [3, 1, 5, 2, 4])
+    page = owner.get(url(project, "review-sets", review_set.pk)).content.decode()
+    assert "ranker-1" in page and "review 3, 1, 5, 2, 4" in page
+    assert "order" not in page.split('id="history-title"', 1)[1] and "[" not in page.split('id="history-title"', 1)[1]
+    for shown_id in shown:
+        assert str(shown_id) not in page
+
+
+def test_a_review_set_shows_its_image_escaped(owner, project):
+    image = Image.objects.create(project=project, url='https://images.example.org/a.png?x="><b>1</b>',
+                                 license="CC0-1.0")
+    review_set = make_review_set(project=project)
+    ReviewSet.objects.filter(pk=review_set.pk).update(image=image)
+    page = owner.get(url(project, "review-sets", review_set.pk)).content.decode()
+    assert f'<img src="{escape(image.display_url)}"' in page
+    assert '"><b>1</b>' not in page and f'alt="Image {image.pk}"' in page
+    assert url(project, "images", image.pk) in page
+
+
+def test_an_edited_instance_says_when_it_last_changed(owner, project):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    instance = make_instance(family=make_family(project=project), instruction="How many cats?")
+    page = owner.get(url(project, "instances", instance.pk)).content.decode()
+    assert "Added " in page and 'id="changed-at"' not in page
+    # Test set-up: the instance was added a day ago.
+    Instance.objects.filter(pk=instance.pk).update(created_at=timezone.now() - timedelta(days=1))
+    assert owner.post(url(project, "instances", instance.pk, "edit"), {"instruction": "How many dogs?"}).status_code == 302
+    instance.refresh_from_db()
+    page = owner.get(url(project, "instances", instance.pk)).content.decode()
+    changed = page.split('id="changed-at"', 1)[1].split("</p>", 1)[0]
+    assert "Last edited or moved to another stage" in changed and instance.updated_at.strftime("%Y-%m-%d %H:%M") in changed
 
 
 def test_a_row_nothing_used_says_so(owner, project):
@@ -311,7 +396,51 @@ def test_an_image_shown_by_a_used_instance_is_not_edited(owner, project):
     make_round(task_type="caption", targets=[instance], project=project)
     image = instance.ordered_images()[0]
     _refused_unchanged(owner.post(url(project, "images", image.pk, "edit"), {"license": "CC0-1.0"}),
-                       "showing it is used")
+                       "This image cannot be edited: 1 instance that shows it is already used.")
+    page = owner.get(url(project, "images", image.pk)).content.decode()
+    assert "Not used by a round directly; shown by 1 instance, which is used." in page
+    second = make_instance(family=instance.family)
+    InstanceImage.objects.create(instance=second, image=image, position=1)
+    make_round(task_type="caption", targets=[second], project=project)
+    page = owner.get(url(project, "images", image.pk)).content.decode()
+    assert "Not used by a round directly; shown by 2 instances, all of them used." in page
+
+
+def test_an_images_history_and_refusal_count_what_shows_it_kind_by_kind(owner, project):
+    family = make_family(project=project)
+    first, second = make_instance(family=family), make_instance(family=family)
+    image = first.ordered_images()[0]
+    InstanceImage.objects.create(instance=second, image=image, position=1)
+    FamilySeedImage.objects.create(family=family, image=image, position=1)
+    for _ in range(2):
+        ReviewSet.objects.create(project=project, image=image, language="en")
+    make_round(task_type="caption", targets=[first, second], project=project)
+    # Used: the two instances (in a round) and the family (it has instances); the review sets are not.
+    page = owner.get(url(project, "images", image.pk)).content.decode()
+    history = page.split('id="history-title"', 1)[1].split("</section>", 1)[0]
+    assert 'id="no-history"' not in history
+    assert ("Not used by a round directly; shown by 2 instances, 1 family and 2 review sets, of which 3 are used: "
+            "2 instances and 1 family.") in history
+    assert "2 instances and 1 family that show it are used" in page
+    for action, done in (("edit", "edited"), ("delete", "deleted")):
+        response = owner.post(url(project, "images", image.pk, action),
+                              {"license": "CC0-1.0", "creator": "", "source_url": "", "category": ""})
+        _refused_unchanged(response, f"This image cannot be {done}: 2 instances and 1 family that show it "
+                                     "are already used.")
+        assert "5 instances" not in response.content.decode() and "3 instances" not in response.content.decode()
+    assert Image.objects.filter(pk=image.pk).exists()
+
+
+def test_an_unused_image_says_what_shows_it_and_waits_for_them(owner, project):
+    review_set = make_review_set(project=project)
+    page = owner.get(url(project, "images", review_set.image_id)).content.decode()
+    assert "Not used by a round directly; shown by 1 review set, of which none is used." in page
+    response = owner.post(url(project, "images", review_set.image_id, "delete"))
+    assert response.status_code == 409
+    assert "This image cannot be deleted while 1 review set shows it; delete those first." in response.content.decode()
+    lonely = make_image(project=project)
+    page = owner.get(url(project, "images", lonely.pk)).content.decode()
+    assert "Not used by a round, and nothing shows it." in page
 
 
 def test_unused_rows_are_deleted_with_what_is_their_own(owner, project):
