@@ -549,43 +549,34 @@ def item_history(row, *, project) -> list[dict]:
     items = (WorkItem.objects.filter(_target_conditions(row), round__project=project)
              .select_related("round").order_by("-round__created_at", "-round_id", "position")[:HISTORY_ITEMS])
     items = list(items)
+    by_item = {item.pk: item for item in items}
     judgments: dict[int, list[Assignment]] = {}
-    for assignment in (Assignment.objects.submitted().filter(item__in=[item.pk for item in items])
+    for assignment in (Assignment.objects.submitted().filter(item__in=list(by_item))
                        .select_related("worker__user", "round").order_by("submitted_at", "pk")):
+        assignment.item = by_item[assignment.item_id]
         judgments.setdefault(assignment.item_id, []).append(assignment)
-    places = _review_places({item.review_set_id for item in items if item.review_set_id is not None})
-    return [{"item": item, "round": item.round, "judgments": [_judgment(assignment, item, places)
-                                                              for assignment in judgments.get(item.pk, [])]}
+    shown = _history_answers([assignment for group in judgments.values() for assignment in group])
+    return [{"item": item, "round": item.round,
+             "judgments": [{"assignment": assignment, "answers": shown.get(assignment.pk)}
+                           for assignment in judgments.get(item.pk, [])]}
             for item in items]
 
 
-def _review_places(review_set_ids) -> dict[int, int]:
-    """Review id -> its place in its set (1 to 5), as the review set's page lists them (by prompt rank)."""
-    from datasets_app.models import Review
-
-    places: dict[int, int] = {}
-    counted: dict[int, int] = {}
-    for review_id, review_set_id in (Review.objects.filter(review_set_id__in=review_set_ids)
-                                     .order_by("review_set_id", "prompt_rank", "pk")
-                                     .values_list("pk", "review_set_id")):
-        counted[review_set_id] = counted.get(review_set_id, 0) + 1
-        places[review_id] = counted[review_set_id]
-    return places
-
-
-def _judgment(assignment: Assignment, item: WorkItem, places: dict[int, int]) -> dict:
-    """One judgment of the history: its answers in the type's own terms, and for a ranking of a review
-    set the reviews' places in the set, best first (``ranking``: [3, 1, 5, 2, 4]), instead of the ids
-    the worker's page showed (which say nothing to a reader)."""
-    order = (assignment.payload or {}).get("order")
-    if item.review_set_id is not None and isinstance(order, list):
-        return {"assignment": assignment, "answers": None,
-                "ranking": [places.get(review_id, "?") for review_id in order]}
-    return {"assignment": assignment, "answers": _answers(assignment), "ranking": None}
-
-
-def _answers(assignment: Assignment) -> dict | None:
-    try:
-        return get_task_type(assignment.round.task_type).answers(assignment)
-    except BROKEN_ITEM_ERRORS:
-        return None
+def _history_answers(assignments: list[Assignment]) -> dict[int, dict]:
+    """Each judgment's answers in its task type's words for a history (``TaskType.history_answers``);
+    one that cannot be read (an item written past the checks) is left out, the rest still shown."""
+    by_type: dict[str, list[Assignment]] = {}
+    for assignment in assignments:
+        by_type.setdefault(assignment.round.task_type, []).append(assignment)
+    shown: dict[int, dict] = {}
+    for key, group in by_type.items():
+        handler = get_task_type(key)
+        try:
+            shown.update(handler.history_answers(group))
+        except BROKEN_ITEM_ERRORS:
+            for assignment in group:
+                try:
+                    shown.update(handler.history_answers([assignment]))
+                except BROKEN_ITEM_ERRORS:
+                    continue
+    return shown

@@ -160,6 +160,11 @@ class TaskType:
         worker is told back after submitting. Never ``result``, which names item sides and targets."""
         return dict(assignment.payload or {})
 
+    def history_answers(self, assignments: list[Assignment]) -> dict[int, dict]:
+        """Submitted assignments' answers as an item's history shows them to a researcher (the data
+        browser), by assignment id: ``answers`` unless a type has words that read better there."""
+        return {assignment.pk: self.answers(assignment) for assignment in assignments}
+
     def review_context(self, assignment: Assignment) -> dict:
         """A submitted assignment as its worker saw it (``context``: texts in the order shown) and what
         they answered, for the researcher's review; plain data, escaped by the review template."""

@@ -152,6 +152,21 @@ class RankingTask(TaskType):
     def answers(self, assignment):
         return {"order": shown_order(assignment, assignment.payload["order"])}
 
+    def history_answers(self, assignments):
+        """A ranking as the reviews' places in their set, best first ("review 3, 1, 5, 2, 4"), as the
+        review set's page lists them (by prompt rank): the ids the worker's page showed say nothing
+        to a reader."""
+        places: dict[int, int] = {}
+        counted: dict[int, int] = {}
+        for review_id, review_set_id in (
+                Review.objects.filter(review_set_id__in={assignment.item.review_set_id for assignment in assignments})
+                .order_by("review_set_id", "prompt_rank", "pk").values_list("pk", "review_set_id")):
+            counted[review_set_id] = counted.get(review_set_id, 0) + 1
+            places[review_id] = counted[review_set_id]
+        return {assignment.pk: {_("ranked, best first"): _("review %(places)s") % {
+                    "places": ", ".join(str(places.get(review_id, "?")) for review_id in assignment.payload["order"])}}
+                for assignment in assignments}
+
     def review_context(self, assignment):
         """The reviews in the order the page showed them, and the worker's ranking (best first), each
         review with its place in the shown order."""
