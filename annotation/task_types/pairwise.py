@@ -223,6 +223,15 @@ class PairwiseTask(TaskType):
         winner = (assignment.result or {}).get("winner")
         return {"a": assignment.item.side_a_name, "b": assignment.item.side_b_name}.get(winner, "")
 
+    def history_answers(self, assignments):
+        """The model the worker chose, as the review queue names it (a history is a researcher's page);
+        "left"/"right" said nothing there."""
+        shown = {}
+        for assignment in assignments:
+            chosen = self.review_choice(assignment)
+            shown[assignment.pk] = {_("chose"): chosen} if chosen else self.answers(assignment)
+        return shown
+
     def aggregate(self, item):
         """Majority winner and its size (paper: 5/5, 4/5, 3/5 agreement); an even split is a tie."""
         winners = Counter(

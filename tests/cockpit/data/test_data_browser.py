@@ -234,6 +234,11 @@ def test_an_instance_shows_its_rounds_judgments_and_verdicts_with_workers_escape
     # The output in the round has the same history.
     output_page = owner.get(url(project, "outputs", outputs[0].pk)).content.decode()
     assert round.name in output_page and "judge-1" in output_page
+    # The judgment names the model chosen, not the side of the worker's page.
+    assignment.refresh_from_db()
+    chosen = outputs[0] if assignment.result["winner"] == "a" else outputs[1]
+    history = page.split('id="history-title"', 1)[1]
+    assert f"<dt>chose</dt><dd>{chosen.model_name}</dd>" in history and "left" not in history
 
 
 def _rank(review_set, worker, prompt_ranks):
