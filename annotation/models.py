@@ -385,7 +385,8 @@ def _any_target() -> Q:
 class WorkItem(models.Model):
     """One thing a round asks workers about."""
 
-    round = models.ForeignKey(CollectionRound, on_delete=models.CASCADE, related_name="items")
+    # Indexed by the unique (round, position), which leads with it.
+    round = models.ForeignKey(CollectionRound, on_delete=models.CASCADE, related_name="items", db_index=False)
     position = models.PositiveIntegerField()
     family = models.ForeignKey(
         "datasets_app.InstructionFamily", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -515,10 +516,12 @@ class Assignment(models.Model):
         APPROVED = "approved", "Approved"
         REJECTED = "rejected", "Rejected"
 
-    round = models.ForeignKey(CollectionRound, on_delete=models.CASCADE, related_name="assignments")
-    item = models.ForeignKey(WorkItem, on_delete=models.CASCADE, related_name="assignments")
-    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="assignments")
-    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ASSIGNED, db_index=True)
+    # No index of their own: the indexes in Meta lead with each of them. Every submission writes a new
+    # version of the row into every index, so each index the table need not have costs every task.
+    round = models.ForeignKey(CollectionRound, on_delete=models.CASCADE, related_name="assignments", db_index=False)
+    item = models.ForeignKey(WorkItem, on_delete=models.CASCADE, related_name="assignments", db_index=False)
+    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="assignments", db_index=False)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ASSIGNED)
     review_status = models.CharField(
         max_length=20, choices=ReviewStatus.choices, blank=True, default=ReviewStatus.NONE
     )
@@ -551,7 +554,7 @@ class Assignment(models.Model):
         help_text='For review, e.g. {"kind": "near_duplicate", "of": "worker", "assignment": 12, "similarity": 0.96}.',
     )
     confirmation = models.CharField(
-        max_length=20, choices=Confirmation.choices, default=Confirmation.UNCONFIRMED, db_index=True,
+        max_length=20, choices=Confirmation.choices, default=Confirmation.UNCONFIRMED,
         help_text="Local workers are confirmed by construction; provider work once the provider shows it.",
     )
     confirmed_at = models.DateTimeField(null=True, blank=True)
@@ -578,7 +581,15 @@ class Assignment(models.Model):
                 name="submitted_assignment_has_payload",
             ),
         ]
-        indexes = [models.Index(fields=["round", "status", "expires_at"], name="assignment_expiry")]
+        indexes = [
+            # A round's assignments (and its open ones by expiry).
+            models.Index(fields=["round", "status", "expires_at"], name="assignment_expiry"),
+            # A worker's own tasks in a round (their facts, read by every "next task"): without it each
+            # request scanned every submitted assignment of the round.
+            models.Index(fields=["worker", "round", "status"], name="assignment_of_worker_in_round"),
+            # The periodic expiry of open tasks of every round.
+            models.Index(fields=["expires_at"], condition=Q(status="assigned"), name="open_assignment_expiry"),
+        ]
 
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.worker}, {self.status})"

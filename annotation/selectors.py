@@ -18,8 +18,8 @@ from projects.selectors import projects_for_user
 
 from . import hooks
 from .models import Assignment, CollectionRound, Qualification, Worker, WorkItem
-from .eligibility import (check_worker_may_work, check_worker_meets_rules, failed_checks, judgments_needed,
-                          qualifying_result, worker_facts)
+from .eligibility import (check_worker_may_work, check_worker_meets_rules, failed_checks, item_count,
+                          judgments_needed, qualifying_result, worker_facts)
 from .errors import BROKEN_ITEM_ERRORS, CrowdWorkError
 from .task_types import get_task_type, task_types_yielding
 
@@ -108,7 +108,7 @@ def worker_progress(*, round: CollectionRound, worker: Worker) -> dict:
     else:
         counts = CollectionRound.objects.filter(pk=round.pk).values(
             done=_count_subquery(Assignment.objects.submitted().filter(round=round, worker=worker), group_by="round"),
-            item_count=_count_subquery(WorkItem.objects.filter(round=round), group_by="round"),
+            item_count=item_count(round_ref="pk"),
         ).get()
         done, items = counts["done"], counts["item_count"]
     limit = (round.qualification_rules or {}).get("max_tasks_per_worker")
@@ -194,7 +194,7 @@ def work_list_for_worker(*, worker: Worker) -> list[WorkOffer]:
     rounds = list(
         CollectionRound.objects.filter(status=CollectionRound.Status.OPEN)
         .annotate(
-            item_count=_count_subquery(WorkItem.objects.filter(round=OuterRef("pk")), group_by="round"),
+            item_count=item_count(round_ref="pk"),
             free_items=_count_subquery(free_items, group_by="round"),
             committed=_count_subquery(holding.filter(round=OuterRef("pk")), group_by="round"),
             worker_holding=_count_subquery(holding.filter(round=OuterRef("pk"), worker=worker), group_by="round"),

@@ -12,15 +12,19 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _stat(pid: int) -> tuple[str, int, float] | None:
-    """(command name, process group, user + system seconds) of ``pid``; None once it has gone."""
+    """(command name, process group, CPU seconds) of ``pid``; None once it has gone. The seconds are its
+    own (user + system) and those of its children it has reaped: a PostgreSQL backend that ends (a
+    connection past ``CONN_MAX_AGE``) or a gunicorn worker that restarts takes its time out of the
+    live processes and into its parent's, so a long phase loses none of it."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     name = text[text.index("(") + 1:text.rindex(")")]
     fields = text[text.rindex(")") + 2:].split()
-    # fields[0] is the state (stat's 3rd field): the group is the 5th, utime and stime the 14th and 15th.
-    return name, int(fields[2]), (int(fields[11]) + int(fields[12])) / TICKS
+    # fields[0] is the state (stat's 3rd field): the group is the 5th, utime and stime the 14th and 15th,
+    # cutime and cstime (reaped children) the 16th and 17th.
+    return name, int(fields[2]), sum(int(value) for value in fields[11:15]) / TICKS
 
 
 def _processes():

@@ -203,8 +203,13 @@ def _plain_round(round: CollectionRound) -> bool:
     return fixed and round.budget_cap is None and "max_tasks_per_worker" not in (round.qualification_rules or {})
 
 
+# Tries of the quick claim when another request fills the item's last slot between the claim's read
+# and its insert (frequent with many workers on the same items); the careful path costs several times more.
+QUICK_CLAIM_ATTEMPTS = 2
+
+
 class _NotClaimed(Exception):
-    """The quick claim found nothing it could take for sure; the careful path decides."""
+    """Another request filled the item's last slot after the claim read it: its transaction rolls back."""
 
 
 def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, provider_task_id,
@@ -212,29 +217,33 @@ def _claim_first_free_item(*, round, worker, now, rng, provider_assignment_id, p
     """The common case in two statements: lock the first item (by position) that has a free slot, is
     not the worker's and that no other request holds (SKIP LOCKED), then insert the assignment only if
     a recount in the same statement still finds a slot free (the lock's snapshot may miss an assignment
-    committed just before the lock was granted). None when that does not work out; the transaction
-    is then rolled back, releasing the lock, and the caller takes the careful path.
+    committed just before the lock was granted); when the recount finds the item full, the transaction
+    is rolled back, releasing the lock, and the claim tries again (``QUICK_CLAIM_ATTEMPTS``). None
+    when that does not work out: the caller takes the careful path.
 
     Expired assignments are not expired first: they keep their slots until the careful path or the
     periodic command expires them, so a stale one never makes an item look free."""
     handler = get_task_type(round.task_type)
-    try:
-        with transaction.atomic():
-            item = _first_free_item.first(handler.key, round_id=round.pk, worker_id=worker.pk,
-                                          needed=round.workers_per_item)
-            if item is None or not item_fits(item=item, handler=handler):
-                raise _NotClaimed
-            item.round = round
-            assignment = _new_assignment(round=round, item=item, worker=worker, now=now, rng=rng, handler=handler,
-                                         provider_assignment_id=provider_assignment_id,
-                                         provider_task_id=provider_task_id, hold_seconds=hold_seconds,
-                                         in_preview=in_preview)
-            if not _insert_if_slot_free(assignment, needed=round.workers_per_item):
-                raise _NotClaimed
-            return assignment
-    except (_NotClaimed, IntegrityError):
-        # IntegrityError: a concurrent request of the same worker took a task first.
-        return None
+    for _attempt in range(QUICK_CLAIM_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                item = _first_free_item.first(handler.key, round_id=round.pk, worker_id=worker.pk,
+                                              needed=round.workers_per_item)
+                if item is None or not item_fits(item=item, handler=handler):
+                    return None
+                item.round = round
+                assignment = _new_assignment(round=round, item=item, worker=worker, now=now, rng=rng,
+                                             handler=handler, provider_assignment_id=provider_assignment_id,
+                                             provider_task_id=provider_task_id, hold_seconds=hold_seconds,
+                                             in_preview=in_preview)
+                if not _insert_if_slot_free(assignment, needed=round.workers_per_item):
+                    raise _NotClaimed
+                return assignment
+        except _NotClaimed:
+            continue  # another request filled the item's last slot first: the next free item, once more
+        except IntegrityError:
+            return None  # a concurrent request of the same worker took a task first
+    return None
 
 
 def wanted_items(queryset, *, handler: TaskType):

@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any, Callable, Iterable
 
 from django.core.exceptions import ValidationError
-from django.db import OperationalError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -283,32 +283,27 @@ def cancel_round(*, round: CollectionRound) -> CollectionRound:
     return transition_round(round=round, action="cancel")
 
 
-# PostgreSQL's "lock not available" (a NOWAIT lock another transaction holds).
-_LOCK_NOT_AVAILABLE = "55P03"
-
-
-def complete_round_if_last_item(*, round_id: int) -> None:
+def complete_round_if_last_item(*, round_id: int) -> bool:
     """In the transaction that completed an item: the round becomes complete if that was its last open
-    item (``transition_round`` "complete").
+    item (``transition_round`` "complete"); whether it did.
 
     Two items completing at once in separate transactions must not each see the other still open
     and leave the round open for ever: each completer holds the round row while it counts the open
     items (a statement after the lock, so it sees every completion committed before). The lock is
     asked for without waiting (an item lock is held here, and a budget-capped request holds the
-    round while it waits for items): when another transaction holds the round, the check runs again
-    as soon as this one commits, when it holds no lock and sees its own completion."""
-    try:
-        with transaction.atomic():
-            round = (CollectionRound.objects.select_for_update(nowait=True, no_key=True)
-                     .only("pk", "status").order_by().get(pk=round_id))
-    except OperationalError as error:
-        if getattr(error.__cause__, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
-            raise
+    round while it waits for items), skipping the row when another transaction holds it (no error,
+    so no savepoint around it): the check then runs again as soon as this transaction commits, when
+    it holds no lock and sees its own completion."""
+    round = (CollectionRound.objects.select_for_update(skip_locked=True, no_key=True)
+             .only("pk", "status").order_by().filter(pk=round_id).first())
+    if round is None:
         transaction.on_commit(lambda: complete_round_if_done(round_id=round_id))
-        return
+        return False
     if round.status == CollectionRound.Status.OPEN and not _has_open_items(round):
         transition_round(round=round, action="complete")
         logger.info("round %s complete: every item has its judgments", round_id)
+        return True
+    return False
 
 
 def complete_round_if_done(*, round_id: int) -> CollectionRound | None:

@@ -38,6 +38,7 @@ class SubmitOutcome:
     assignment: Assignment
     created: bool  # False when the same submission was already stored
     item_completed: bool = False  # this submission completed its item
+    round_completed: bool = False  # ... and with it its round (in this transaction)
 
 
 @dataclass
@@ -219,10 +220,11 @@ def _submit_locked(*, assignment: Assignment, worker: Worker, data: Any, files: 
                                   read=_judgments_counted_sql(item.pk),
                                   **{field: getattr(assignment, field) for field in changed})
     judgments = (others or 0) + int(assignment.confirmation == Assignment.Confirmation.CONFIRMED)
-    completed = complete_item_if_done(item_id=item.pk, now=now, locked=item, judgments=judgments)
+    item_completed, round_completed = complete_item_if_done(item_id=item.pk, now=now, locked=item, judgments=judgments)
     qualify_if_passed(round=assignment.round, worker=worker)
     announce_judgment(round=assignment.round, handler=handler)
-    return SubmitOutcome(assignment=assignment, created=True, item_completed=completed)
+    return SubmitOutcome(assignment=assignment, created=True, item_completed=item_completed,
+                         round_completed=round_completed)
 
 
 def submit_and_next(*, assignment_id: Any, worker: Worker, data: Any, files: Any = None, now: datetime | None = None,
@@ -231,17 +233,22 @@ def submit_and_next(*, assignment_id: Any, worker: Worker, data: Any, files: Any
     round (``request_assignment``, ``preview`` as there): one request per task instead of two.
 
     The worker's facts in the round come with the locked assignment and are brought up to date with
-    what the submission did, so the next task costs no read of the round; a submission that completed
-    its item (the round may be complete) or in a qualifying round reads them again. The submission
+    what the submission did, so the next task costs no read of the round (a submission in a
+    qualifying round reads them again: it may have qualified the worker). A round the submission
+    completed is known complete; one completed just after it (``complete_round_if_last_item`` found
+    the round held) still reads as open, and the claim then finds nothing to give. The submission
     commits before the next task is claimed: a refusal of the next task never undoes it.
     """
     outcome = submit_assignment(assignment_id=assignment_id, worker=worker, data=data, files=files, now=now,
                                 with_facts=True)
     assignment = outcome.assignment
     round = assignment.round
-    if outcome.item_completed or (round.qualification_rules or {}).get("qualifies_for_project") is not None:
+    if (round.qualification_rules or {}).get("qualifies_for_project") is not None:
         round = read_round_for_worker(round_id=round.pk, worker=worker)
     else:
+        if outcome.round_completed:
+            # The copy in hand follows what ``transition_round`` wrote in the submission's transaction.
+            round.status = CollectionRound.Status.COMPLETE
         read = facts_from_row(assignment, worker_id=worker.pk)
         failed = outcome.created and assignment.gold_passed is False and (
             assignment.confirmation == Assignment.Confirmation.CONFIRMED)
@@ -288,9 +295,10 @@ _counted_of_item = PreparedQuery(
 
 
 def complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | None = None,
-                          judgments: int | None = None) -> bool:
+                          judgments: int | None = None) -> tuple[bool, bool]:
     """``locked``: the item, already locked in this transaction (with its round); ``judgments``: its
-    counted judgments, read after the lock (counted here otherwise). Whether the item was completed now."""
+    counted judgments, read after the lock (counted here otherwise). Whether the item was completed
+    now, and whether its round was completed with it (its last open item)."""
     item = locked or (
         WorkItem.objects.select_for_update(no_key=True, of=("self",))
         .select_related("round")
@@ -298,7 +306,7 @@ def complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | Non
         .get(pk=item_id)
     )
     if item.completed_at is not None:
-        return False
+        return False, False
     # Only confirmed judgments complete an item: forged or not-yet-confirmed provider work never does.
     # A statement of its own, after the lock: under READ COMMITTED it then sees every judgment
     # committed before the lock was granted (a subquery of the locking statement would not).
@@ -306,22 +314,20 @@ def complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | Non
         judgments = sum(_judgments_counted.all(item_id=item.pk))
     if judgments >= judgments_needed(item=item):
         item.completed_at = now
-        item.save(update_fields=["completed_at"])
         on_item_completed(item=item)
-        complete_round_if_last_item(round_id=item.round_id)
-        return True
-    return False
+        return True, complete_round_if_last_item(round_id=item.round_id)
+    return False, False
 
 
 def on_item_completed(*, item: WorkItem) -> None:
     """The single place where an item that has all its judgments moves things on.
 
     Runs the task type's aggregation (verification verdicts, caption choice, pairwise majority),
-    stores what it returns, then the type's completion hook (its follow-up stage). Runs inside the
-    submitting transaction.
+    stores what it returns with the item's ``completed_at`` (one UPDATE), then the type's completion
+    hook (its follow-up stage). Runs inside the submitting transaction.
     """
     handler = get_task_type(item.round.task_type)
-    store_aggregate(item=item, handler=handler)
+    store_aggregate(item=item, handler=handler, also=["completed_at"])
     if not item.is_gold:  # a gold item scores workers; it decides nothing about the benchmark data
         handler.on_completed(item)
     logger.info("item %s of round %s completed", item.pk, item.round_id)
@@ -334,9 +340,10 @@ def gold_summary(item: WorkItem) -> dict:
     return {"gold": True, "judgments": len(passed), "passed": sum(1 for value in passed if value)}
 
 
-def store_aggregate(*, item: WorkItem, handler) -> None:
+def store_aggregate(*, item: WorkItem, handler, also: list[str] = ()) -> None:
+    """Aggregate the item's counted judgments and store the result, with the item's fields ``also``."""
     try:
         item.aggregate_result = gold_summary(item) if item.is_gold else handler.aggregate(item)
     except ValidationError as error:
         raise InvalidTransition(message_of(error)) from None
-    item.save(update_fields=["aggregate_result"])
+    item.save(update_fields=["aggregate_result", *also])
