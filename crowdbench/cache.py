@@ -68,6 +68,7 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
     def __init__(self, servers, **options):
         super().__init__(servers, **options)
         self._clients = {}
+        self._incr_scripts = {}
 
     def get_client(self, key=None, *, write=False):
         pool = self._get_connection_pool(write)
@@ -75,6 +76,23 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
         if client is None:
             client = self._clients[id(pool)] = self._client(connection_pool=pool)
         return client
+
+    def incr(self, key, delta):
+        """Add ``delta`` to a stored count in one round trip; ``ValueError`` when the key is missing.
+        Django's client asks ``EXISTS`` and then ``INCRBY``: two round trips for every rate-limit
+        count, and a key that expires between them comes back as a count that never expires."""
+        client = self.get_client(key, write=True)
+        script = self._incr_scripts.get(id(client))
+        if script is None:
+            script = self._incr_scripts[id(client)] = client.register_script(_INCR_EXISTING)
+        value = script(keys=[key], args=[delta])
+        if value is None:
+            raise ValueError(f"Key {key!r} not found.")
+        return value
+
+
+# Run on the Redis server, atomically (EVALSHA: after the first call only its digest travels).
+_INCR_EXISTING = "if redis.call('exists', KEYS[1]) == 1 then return redis.call('incrby', KEYS[1], ARGV[1]) end return false"
 
 
 class ResilientRedisCache(RedisCache):

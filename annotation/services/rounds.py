@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from djangokit.prepared import PreparedQuery
 from djangokit.transitions import move
 
 from .. import consent
@@ -111,7 +112,13 @@ def allowed_actions(round: CollectionRound) -> list[str]:
 
 
 def _has_open_items(round: CollectionRound) -> bool:
-    return WorkItem.objects.filter(round=round, completed_at__isnull=True).exists()
+    return bool(_an_open_item.all(round_id=round.pk))
+
+
+# Every item completion asks (``complete_round_if_last_item``): compiled once (``djangokit.prepared``).
+_an_open_item = PreparedQuery(
+    lambda _shape, round_id: WorkItem.objects.filter(round=round_id, completed_at__isnull=True)
+    .order_by().values_list("pk", flat=True)[:1])
 
 
 def check_transition(*, round: CollectionRound, action: str) -> None:
@@ -283,9 +290,10 @@ def cancel_round(*, round: CollectionRound) -> CollectionRound:
     return transition_round(round=round, action="cancel")
 
 
-def complete_round_if_last_item(*, round_id: int) -> bool:
-    """In the transaction that completed an item: the round becomes complete if that was its last open
-    item (``transition_round`` "complete"); whether it did.
+def complete_round_if_last_item(*, round: CollectionRound) -> None:
+    """In the transaction that completed an item of ``round`` (the object in hand): the round becomes
+    complete if that was its last open item (``transition_round`` "complete"), and the object in hand
+    then says so.
 
     Two items completing at once in separate transactions must not each see the other still open
     and leave the round open for ever: each completer holds the round row while it counts the open
@@ -294,22 +302,38 @@ def complete_round_if_last_item(*, round_id: int) -> bool:
     round while it waits for items), skipping the row when another transaction holds it (no error,
     so no savepoint around it): the check then runs again as soon as this transaction commits, when
     it holds no lock and sees its own completion."""
-    round = (CollectionRound.objects.select_for_update(skip_locked=True, no_key=True)
-             .only("pk", "status").order_by().filter(pk=round_id).first())
-    if round is None:
+    round_id = round.pk
+    locked = _round_to_complete.first(round_id=round_id)
+    if locked is None:
         transaction.on_commit(lambda: complete_round_if_done(round_id=round_id))
-        return False
-    if round.status == CollectionRound.Status.OPEN and not _has_open_items(round):
-        transition_round(round=round, action="complete")
+        return
+    if locked.status == CollectionRound.Status.OPEN and not _has_open_items(locked):
+        round.status = transition_round(round=locked, action="complete").status
         logger.info("round %s complete: every item has its judgments", round_id)
-        return True
-    return False
+
+
+_an_open_item_no_one_holds = PreparedQuery(
+    lambda _shape, round_id: WorkItem.objects.select_for_update(skip_locked=True, no_key=True)
+    .filter(round=round_id, completed_at__isnull=True).order_by().values_list("pk", flat=True)[:1])
+
+# Every item completion asks for it: compiled once (``djangokit.prepared``).
+_round_to_complete = PreparedQuery(
+    lambda _shape, round_id: CollectionRound.objects.select_for_update(skip_locked=True, no_key=True)
+    .only("pk", "status").order_by().filter(pk=round_id)[:1])
 
 
 def complete_round_if_done(*, round_id: int) -> CollectionRound | None:
-    """Make the open round complete if none of its items needs more work; safe to call any time
-    (the engine does when an item completes). Returns the round when it became complete."""
+    """Make the open round complete if none of its items needs more work; called once an item's
+    completion has committed (``complete_round_if_last_item`` found the round held). Returns the
+    round when it became complete.
+
+    First a look without waiting: an open item no other transaction holds is not being completed
+    now, so whoever completes it later checks the round then, and sees every completion committed
+    before (this caller's included). Only when every open item is held (or none is left) does the
+    check wait for the round row; near a round's end, that is."""
     with transaction.atomic():
+        if _an_open_item_no_one_holds.all(round_id=round_id):
+            return None
         round = CollectionRound.objects.select_for_update(no_key=True).order_by().filter(pk=round_id).first()
         if round is None or round.status != CollectionRound.Status.OPEN or not round.items.exists():
             return None

@@ -38,7 +38,6 @@ class SubmitOutcome:
     assignment: Assignment
     created: bool  # False when the same submission was already stored
     item_completed: bool = False  # this submission completed its item
-    round_completed: bool = False  # ... and with it its round (in this transaction)
 
 
 @dataclass
@@ -220,11 +219,10 @@ def _submit_locked(*, assignment: Assignment, worker: Worker, data: Any, files: 
                                   read=_judgments_counted_sql(item.pk),
                                   **{field: getattr(assignment, field) for field in changed})
     judgments = (others or 0) + int(assignment.confirmation == Assignment.Confirmation.CONFIRMED)
-    item_completed, round_completed = complete_item_if_done(item_id=item.pk, now=now, locked=item, judgments=judgments)
+    completed = complete_item_if_done(item_id=item.pk, now=now, locked=item, judgments=judgments)
     qualify_if_passed(round=assignment.round, worker=worker)
     announce_judgment(round=assignment.round, handler=handler)
-    return SubmitOutcome(assignment=assignment, created=True, item_completed=item_completed,
-                         round_completed=round_completed)
+    return SubmitOutcome(assignment=assignment, created=True, item_completed=completed)
 
 
 def submit_and_next(*, assignment_id: Any, worker: Worker, data: Any, files: Any = None, now: datetime | None = None,
@@ -235,9 +233,10 @@ def submit_and_next(*, assignment_id: Any, worker: Worker, data: Any, files: Any
     The worker's facts in the round come with the locked assignment and are brought up to date with
     what the submission did, so the next task costs no read of the round (a submission in a
     qualifying round reads them again: it may have qualified the worker). A round the submission
-    completed is known complete; one completed just after it (``complete_round_if_last_item`` found
-    the round held) still reads as open, and the claim then finds nothing to give. The submission
-    commits before the next task is claimed: a refusal of the next task never undoes it.
+    completed is complete in hand (``complete_item_if_done``); one completed just after it
+    (``complete_round_if_last_item`` found the round held) still reads as open, and the claim then
+    finds nothing to give. The submission commits before the next task is claimed: a refusal of the
+    next task never undoes it.
     """
     outcome = submit_assignment(assignment_id=assignment_id, worker=worker, data=data, files=files, now=now,
                                 with_facts=True)
@@ -246,9 +245,6 @@ def submit_and_next(*, assignment_id: Any, worker: Worker, data: Any, files: Any
     if (round.qualification_rules or {}).get("qualifies_for_project") is not None:
         round = read_round_for_worker(round_id=round.pk, worker=worker)
     else:
-        if outcome.round_completed:
-            # The copy in hand follows what ``transition_round`` wrote in the submission's transaction.
-            round.status = CollectionRound.Status.COMPLETE
         read = facts_from_row(assignment, worker_id=worker.pk)
         failed = outcome.created and assignment.gold_passed is False and (
             assignment.confirmation == Assignment.Confirmation.CONFIRMED)
@@ -295,10 +291,10 @@ _counted_of_item = PreparedQuery(
 
 
 def complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | None = None,
-                          judgments: int | None = None) -> tuple[bool, bool]:
+                          judgments: int | None = None) -> bool:
     """``locked``: the item, already locked in this transaction (with its round); ``judgments``: its
     counted judgments, read after the lock (counted here otherwise). Whether the item was completed
-    now, and whether its round was completed with it (its last open item)."""
+    now; the item's round object then has the round's status (complete if it was its last open item)."""
     item = locked or (
         WorkItem.objects.select_for_update(no_key=True, of=("self",))
         .select_related("round")
@@ -306,7 +302,7 @@ def complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | Non
         .get(pk=item_id)
     )
     if item.completed_at is not None:
-        return False, False
+        return False
     # Only confirmed judgments complete an item: forged or not-yet-confirmed provider work never does.
     # A statement of its own, after the lock: under READ COMMITTED it then sees every judgment
     # committed before the lock was granted (a subquery of the locking statement would not).
@@ -315,8 +311,9 @@ def complete_item_if_done(*, item_id: int, now: datetime, locked: WorkItem | Non
     if judgments >= judgments_needed(item=item):
         item.completed_at = now
         on_item_completed(item=item)
-        return True, complete_round_if_last_item(round_id=item.round_id)
-    return False, False
+        complete_round_if_last_item(round=item.round)
+        return True
+    return False
 
 
 def on_item_completed(*, item: WorkItem) -> None:

@@ -11,12 +11,21 @@ from django.core.files.base import File
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
+from djangokit.prepared import PreparedQuery
 from djangokit.text_input import clean_text as clean_input_text
 from kernel.input_checks import strict_int
 
 if TYPE_CHECKING:
     from ..models import Assignment, CollectionRound, WorkItem
     from .sources import ItemSource, ItemSpec
+
+def _build_counted_answers(field: str, item_id: int):
+    from ..models import Assignment
+
+    return Assignment.objects.counted().filter(item_id=item_id).values_list(field, flat=True)
+
+
+_counted_answers = PreparedQuery(_build_counted_answers)
 
 # The WorkItem columns a target may occupy; a type names the ones it uses in ``target_fields``.
 TARGET_FIELDS = ("family", "instance", "candidate", "output_a", "output_b", "reference", "review_set")
@@ -196,6 +205,12 @@ class TaskType:
         """Called when the item has all its judgments (and again when one of them is rejected later);
         returns the stored aggregate."""
         return None
+
+    @staticmethod
+    def counted_answers(item: WorkItem, field: str) -> list:
+        """``field`` (``result`` or ``payload``) of each of the item's counted judgments, in the order
+        assignments are listed: what an aggregation reads, compiled once (every completion reads it)."""
+        return _counted_answers.all(field, item_id=item.pk)
 
     def on_completed(self, item: WorkItem) -> None:
         """The follow-up stage once the item completed and its aggregate is stored; runs inside the

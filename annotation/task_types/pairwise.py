@@ -234,11 +234,7 @@ class PairwiseTask(TaskType):
 
     def aggregate(self, item):
         """Majority winner and its size (paper: 5/5, 4/5, 3/5 agreement); an even split is a tie."""
-        winners = Counter(
-            result["winner"]
-            for result in item.assignments.counted()
-            .values_list("result", flat=True)
-        )
+        winners = Counter(result["winner"] for result in self.counted_answers(item, "result"))
         if not winners:
             return None
         votes = {"a": winners.get("a", 0), "b": winners.get("b", 0)}

@@ -148,10 +148,7 @@ class VerificationTask(TaskType):
         Computed from scratch each time, so a verdict revised after a rejected judgment replaces the
         earlier one; with no judgment left the verdict is withdrawn.
         """
-        judgments = list(
-            item.assignments.counted()
-            .values_list("payload", flat=True)
-        )
+        judgments = self.counted_answers(item, "payload")
         candidate = item.candidate
         instance = candidate.instance
         if not judgments:

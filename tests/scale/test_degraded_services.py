@@ -83,3 +83,27 @@ def test_the_redis_cache_reuses_one_client_per_connection_pool():
     assert cache.add("reused-client-n", 1, 30) and cache.incr("reused-client-n") == 2
     cache.delete_many(["reused-client", "reused-client-n"])
     assert cache.get("reused-client") is None
+
+
+def test_the_redis_cache_counts_in_one_round_trip_and_never_creates_a_missing_count(redis_server):
+    """``incr`` is one script call (rate limits count twice a request); like Django's it refuses a
+    missing key, and it leaves no count behind for it (two separate calls could, without an expiry)."""
+    cache = ResilientRedisCache(redis_server.url(0), {})
+    client = cache._cache.get_client(write=True)
+    sent = []
+    original = type(client).execute_command
+
+    def counted(self, *args, **kwargs):
+        sent.append(args[0])
+        return original(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(type(client), "execute_command", counted)
+        with pytest.raises(ValueError):
+            cache.incr("missing-count")
+        assert client.exists(cache.make_and_validate_key("missing-count")) == 0
+        assert cache.add("a-count", 1, 30)
+        sent.clear()
+        assert cache.incr("a-count") == 2 and cache.incr("a-count", 5) == 7
+    assert sent == ["EVALSHA", "EVALSHA"]
+    assert client.ttl(cache.make_and_validate_key("a-count")) > 0

@@ -8,6 +8,7 @@ from django.db.models import Count
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.eligibility import read_round_for_worker
@@ -166,3 +167,41 @@ def test_prepared_statements_on_postgresql_unless_turned_off(setting, expected):
             "print(o.get('server_side_binding'), o.get('prepare_threshold'))")
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == expected
+
+
+def test_a_transition_sends_the_orms_own_update_compiled_once_per_shape(two_rounds):
+    """``djangokit.transitions``: the conditional UPDATE of a shape (which fields, which of them NULL)
+    is compiled once; each call sends the SQL and parameters the ORM's ``update`` would."""
+    from django.db.models import Q
+    from django.db.models.sql import UpdateQuery
+
+    from annotation.models import ASSIGNMENT_REVIEW, ASSIGNMENT_STATUS
+    from djangokit import transitions
+
+    round = two_rounds[0]
+    worker = get_or_create_local_worker(user=make_worker_user())
+    assignment = request_assignment(round=round, worker=worker)
+    steps = {ASSIGNMENT_STATUS: "submit", ASSIGNMENT_REVIEW: "submit"}
+    compiled_before = len(transitions._compiled_updates)
+    for fields in ({"payload": {"choice": "left"}, "input_stats": None},
+                   {"payload": {"choice": "right"}, "input_stats": {"keys": 3}},
+                   {"payload": {"choice": "left"}, "input_stats": None}):
+        values, condition = transitions._values(Assignment, steps, fields)
+        query = Assignment.objects.filter(condition, pk=assignment.pk).query.chain(UpdateQuery)
+        query.add_update_values(values)
+        orm_sql, orm_params = query.get_compiler("default").as_sql()
+        sql, params = transitions._update_statement(Assignment, "default", condition, steps, values, assignment.pk)
+        assert sql == orm_sql
+        assert [getattr(value, "obj", value) for value in params] == [getattr(value, "obj", value) for value in orm_params]
+    # Two shapes: input_stats NULL, and set.
+    assert len(transitions._compiled_updates) == compiled_before + 2
+    # A condition the ORM alone can write, or an expression, is left to it.
+    values, condition = transitions._values(Assignment, steps, {"duration_seconds": Q(pk=1)})
+    assert transitions._update_statement(Assignment, "default", condition, steps, values, assignment.pk) is None
+    # And the move itself stores what it was given.
+    moved, counted = transitions.move_reading(assignment, ASSIGNMENT_STATUS, "submit", also={ASSIGNMENT_REVIEW: "submit"},
+                                              read=("SELECT 41 + 1", ()), payload={"choice": "left"},
+                                              submitted_at=timezone.now(), result={"winner": "a"})
+    assert counted == 42
+    stored = Assignment.objects.get(pk=assignment.pk)
+    assert (stored.status, stored.review_status, stored.payload) == ("submitted", "submitted", {"choice": "left"})
