@@ -12,7 +12,9 @@ What it does, in one run:
    the per-worker limits are raised to ``--worker-rate-limit``, since a simulated worker is much
    faster than a person: every request is still counted in Redis);
 4. measures a trivial view on the same server: ``GET /health/`` (one ``SELECT 1`` and a cache
-   round trip) from ``--workers`` clients;
+   round trip) from ``--workers`` clients, just before and again just after the closed loop (step 5),
+   and pools the two (the machine's speed drifts; a baseline from one side only moved the ratio by
+   as much as a change of the code);
 5. logs every worker in through the login form (one ``httpx.Client`` and session each, one thread
    each), then each asks ``POST next`` once and loops ``POST submit-and-next`` (the answer carries the
    next task: one request per task) until the round has nothing left for them (a closed loop: the
@@ -351,13 +353,23 @@ def main() -> int:
         def measure(client_pids):
             return cpu.sample(server_group=server.pid, redis_pid=redis_pid, client_pids=client_pids)
 
-        reports, seconds, trivial_cpu = in_processes(hammer, hammer_args, args.workers, measure)
-        trivial = summary([value for report in reports for value in report], seconds)
+        # The trivial view is measured just before and just after the closed loop, and the two pooled:
+        # the machine's speed drifts over a minute (it shares its host), and a baseline taken on one
+        # side only moves the ratio by as much as the code does.
+        reports, trivial_seconds, trivial_cpu = in_processes(hammer, hammer_args, args.workers, measure)
+        trivial_latencies = [value for report in reports for value in report]
+        trivial_before = len(trivial_latencies) / trivial_seconds
 
         out, seconds, task_cpu = run_crowd(base_url, usernames, round.pk, None, clients, measure)
         submit_path = summary(out["latencies"], seconds)
         accepted = len(out["acknowledged"]) / seconds
         load = os.getloadavg()
+
+        reports, after_seconds, after_cpu = in_processes(hammer, hammer_args, args.workers, measure)
+        after_latencies = [value for report in reports for value in report]
+        trivial_after = len(after_latencies) / after_seconds
+        trivial = summary(trivial_latencies + after_latencies, trivial_seconds + after_seconds)
+        trivial_cpu = {role: trivial_cpu[role] + after_cpu[role] for role in trivial_cpu}
         integrity = check_integrity(round_id=round.pk, acknowledged=out["acknowledged"], overlap=args.overlap,
                                     items=args.items)
 
@@ -399,7 +411,8 @@ def main() -> int:
     # the mean latency is the number of workers over the throughput (Little's law), whatever the code:
     # the closed loop measures capacity, the paced loop latency.
     print(f"closed loop of {args.workers} workers: mean latency {args.workers / submit_path['rate'] * 1000:.0f} ms "
-          f"at this throughput (the trivial view: {trivial['rate']:.0f} requests/s, p99 {trivial['p99']:.0f} ms)")
+          f"at this throughput (the trivial view: {trivial['rate']:.0f} requests/s, p99 {trivial['p99']:.0f} ms; "
+          f"{trivial_before:.0f} before the loop, {trivial_after:.0f} after it)")
     print_cpu(trivial=cpu.per_request_ms(trivial_cpu, trivial["requests"]),
               task=cpu.per_request_ms(task_cpu, len(out["acknowledged"])), trivial_rate=trivial["rate"])
     if out["errors"]:

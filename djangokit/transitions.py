@@ -10,7 +10,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from django.db import connections, transaction
+from django.db import connections, router, transaction
 from django.db.models import F, Model, Q, QuerySet
 from django.db.models.sql import UpdateQuery
 from django.utils import timezone
@@ -59,32 +59,35 @@ def _move(instance, machine, event, *, also, where, fields, read=None) -> tuple[
     steps = {machine: event, **(also or {})}
     model = type(instance)
     values, condition = _values(model, steps, fields)
-    rows = model._base_manager.filter(condition, pk=instance.pk)
-    if where is not None:
-        rows = rows.filter(where)
+    using = router.db_for_write(model, instance=instance)
     read_value = None
-    statement = None if where is not None else _update_statement(model, rows.db, condition, steps, values, instance.pk)
-    one_statement = read is not None and connections[rows.db].vendor == "postgresql" and compiler_internals_supported()
-    if one_statement and statement is None:
-        query = rows.query.chain(UpdateQuery)
-        query.add_update_values(values)
-        statement = query.get_compiler(rows.db).as_sql()
+    # The ORM's queryset only when the compiled statement will not do: building it costs as much.
+    statement = None if where is not None else _update_statement(model, using, condition, steps, values, instance.pk)
+    one_statement = read is not None and connections[using].vendor == "postgresql" and compiler_internals_supported()
+    if statement is None:
+        rows = model._base_manager.db_manager(using).filter(condition, pk=instance.pk)
+        if where is not None:
+            rows = rows.filter(where)
+        if one_statement:
+            query = rows.query.chain(UpdateQuery)
+            query.add_update_values(values)
+            statement = query.get_compiler(using).as_sql()
     if one_statement:
         sql, params = statement
-        with transaction.mark_for_rollback_on_error(rows.db), connections[rows.db].cursor() as cursor:
+        with transaction.mark_for_rollback_on_error(using), connections[using].cursor() as cursor:
             cursor.execute(f"{sql} RETURNING ({read[0]})", (*params, *read[1]))
             row = cursor.fetchone()
         updated = row is not None
         read_value = row[0] if updated else None
     else:
         if read is not None:
-            with connections[rows.db].cursor() as cursor:
+            with connections[using].cursor() as cursor:
                 cursor.execute(read[0], tuple(read[1]))
                 read_value = cursor.fetchone()[0]
         if statement is None:
             updated = bool(rows.update(**values))
         else:
-            with transaction.mark_for_rollback_on_error(rows.db), connections[rows.db].cursor() as cursor:
+            with transaction.mark_for_rollback_on_error(using), connections[using].cursor() as cursor:
                 cursor.execute(*statement)
                 updated = cursor.rowcount > 0
     if not updated:
