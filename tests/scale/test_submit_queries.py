@@ -107,3 +107,29 @@ def test_a_submission_that_completes_its_item_counts_the_judgments_read_with_its
     round.refresh_from_db()
     assert round.status == "complete"
     assert response.json()["next"]["assignment"] is None
+
+
+# A submit-and-next that completes its item, on top of the six: the item's counted answers (its
+# aggregate), one UPDATE of the item (completed with its aggregate), the round row asked for without
+# waiting and the look for another open item. It took eight more, with a savepoint around the round's
+# lock and the worker's facts read again, before an item's completion was trimmed (docs/deploy.md).
+COMPLETING_SUBMIT_AND_NEXT_BUDGET = SUBMIT_AND_NEXT_BUDGET + 4
+
+
+def test_a_submit_and_next_that_completes_its_item_stays_within_its_statement_budget(shared_cache, settings):
+    settings.USER_CACHE_SECONDS = 300
+    round = pairwise_round(items=4, workers_per_item=1)
+    client = APIClient()
+    user = make_worker_user(password="work-pass-123")
+    assert client.login(username=user.username, password="work-pass-123")
+    task = client.post(reverse("annotation-api:next", args=[round.pk])).json()["assignment"]
+    task = client.post(task["submit_and_next_url"], {"choice": "left"}, format="json").json()["next"]["assignment"]
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(task["submit_and_next_url"], {"choice": "right"}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["next"]["assignment"] is not None
+    assert round.items.filter(completed_at__isnull=False).count() == 2
+    statements = statements_of(queries)
+    listing = "\n".join(statements)
+    assert len(statements) <= budget(COMPLETING_SUBMIT_AND_NEXT_BUDGET), f"{len(statements)} statements:\n{listing}"
+    assert not [sql for sql in statements if "SAVEPOINT" in sql], listing
