@@ -312,6 +312,7 @@ def complete_round_if_last_item(*, round: CollectionRound) -> None:
         logger.info("round %s complete: every item has its judgments", round_id)
 
 
+# The look ``complete_round_if_done`` takes first (skipping the items other transactions hold).
 _an_open_item_no_one_holds = PreparedQuery(
     lambda _shape, round_id: WorkItem.objects.select_for_update(skip_locked=True, no_key=True)
     .filter(round=round_id, completed_at__isnull=True).order_by().values_list("pk", flat=True)[:1])

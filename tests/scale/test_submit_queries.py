@@ -74,20 +74,25 @@ def statements_of(queries) -> list[str]:
     return [q["sql"] for q in queries.captured_queries if q["sql"] not in ("BEGIN", "BEGIN IMMEDIATE", "COMMIT")]
 
 
-def test_submit_and_next_stays_within_its_statement_budget(shared_cache, settings):
-    settings.USER_CACHE_SECONDS = 300
-    round = pairwise_round(items=6)
+def one_submit_and_next_counted(round):
+    """A logged-in worker's second submit-and-next in ``round`` (the first fills the user cache; the
+    worker record was made by "next task" before it): the task it submitted, the answer, and every
+    statement it sent."""
     client = APIClient()
     user = make_worker_user(password="work-pass-123")
     assert client.login(username=user.username, password="work-pass-123")
     task = client.post(reverse("annotation-api:next", args=[round.pk])).json()["assignment"]
-    # The first submit-and-next fills the cache (the worker record was made by the first request).
     task = client.post(task["submit_and_next_url"], {"choice": "left"}, format="json").json()["next"]["assignment"]
     with CaptureQueriesContext(connection) as queries:
         response = client.post(task["submit_and_next_url"], {"choice": "right"}, format="json")
     assert response.status_code == 201, response.content
+    return task, response, statements_of(queries)
+
+
+def test_submit_and_next_stays_within_its_statement_budget(shared_cache, settings):
+    settings.USER_CACHE_SECONDS = 300
+    task, response, statements = one_submit_and_next_counted(pairwise_round(items=6))
     assert response.json()["next"]["assignment"]["id"] not in (None, task["id"])
-    statements = statements_of(queries)
     listing = "\n".join(statements)
     assert len(statements) <= budget(SUBMIT_AND_NEXT_BUDGET), f"{len(statements)} statements:\n{listing}"
     assert not [sql for sql in statements if 'FROM "auth_user"' in sql or "SAVEPOINT" in sql], listing
@@ -119,17 +124,9 @@ COMPLETING_SUBMIT_AND_NEXT_BUDGET = SUBMIT_AND_NEXT_BUDGET + 4
 def test_a_submit_and_next_that_completes_its_item_stays_within_its_statement_budget(shared_cache, settings):
     settings.USER_CACHE_SECONDS = 300
     round = pairwise_round(items=4, workers_per_item=1)
-    client = APIClient()
-    user = make_worker_user(password="work-pass-123")
-    assert client.login(username=user.username, password="work-pass-123")
-    task = client.post(reverse("annotation-api:next", args=[round.pk])).json()["assignment"]
-    task = client.post(task["submit_and_next_url"], {"choice": "left"}, format="json").json()["next"]["assignment"]
-    with CaptureQueriesContext(connection) as queries:
-        response = client.post(task["submit_and_next_url"], {"choice": "right"}, format="json")
-    assert response.status_code == 201, response.content
+    _task, response, statements = one_submit_and_next_counted(round)
     assert response.json()["next"]["assignment"] is not None
     assert round.items.filter(completed_at__isnull=False).count() == 2
-    statements = statements_of(queries)
     listing = "\n".join(statements)
     assert len(statements) <= budget(COMPLETING_SUBMIT_AND_NEXT_BUDGET), f"{len(statements)} statements:\n{listing}"
     assert not [sql for sql in statements if "SAVEPOINT" in sql], listing
