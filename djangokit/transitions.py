@@ -175,9 +175,11 @@ def _compile_update(model, using, condition, values, set_count) -> _CompiledUpda
     query = model._base_manager.filter(condition, pk=_ID_STAND_IN).query.chain(UpdateQuery)
     query.add_update_values(values)
     sql, params = query.get_compiler(using).as_sql()
+    if len(params) < set_count:
+        return None  # the ORM set a value some other way than as one parameter: left to it
     where_params = params[set_count:]
     positions = [position for position, value in enumerate(where_params) if value == _ID_STAND_IN]
-    if len(positions) != 1 or len(params) != set_count + len(where_params):
+    if len(positions) != 1:
         return None
     return _CompiledUpdate(sql, tuple(where_params), positions[0])
 
