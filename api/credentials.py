@@ -17,16 +17,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.utils.translation import gettext as _
-from django_ratelimit.core import get_usage
+from djangokit.rate_limits import Counter, client_address, count_requests
 from knox.auth import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 
 GROUP = "login"
-
-
-def client_address(request) -> str:
-    """The client address the rate limits count by (``RATE_LIMIT_ADDRESS_HEADER`` behind a proxy)."""
-    return request.META.get(settings.RATELIMIT_IP_META_KEY or "REMOTE_ADDR") or ""
 
 
 def sign_in_key(request, username: str) -> str:
@@ -34,12 +29,16 @@ def sign_in_key(request, username: str) -> str:
     return f"login:{username.strip().lower()[:150]}@{client_address(request)}"
 
 
-def _counters(request, username: str | None):
-    rule = settings.RATE_LIMITS[GROUP]
-    yield "address", "ip", rule.get("per_address")
-    if username:
-        key = sign_in_key(request, username)
-        yield "worker", (lambda _group, _request: key), rule.get("per_worker")
+def counters(request, group: str, worker: str | None) -> list[Counter]:
+    """The counters of a request in a group of ``settings.RATE_LIMITS``: per client address, and per
+    worker when ``worker`` names one (the rules without a rate count nothing)."""
+    rule = settings.RATE_LIMITS[group]
+    found = []
+    if rule.get("per_address"):
+        found.append(Counter(name=f"{group}:address", who=client_address(request), rate=rule["per_address"]))
+    if worker is not None and rule.get("per_worker"):
+        found.append(Counter(name=f"{group}:worker", who=worker, rate=rule["per_worker"]))
+    return found
 
 
 def seconds_refused(request, *, username: str | None = None, count: bool) -> int | None:
@@ -47,16 +46,13 @@ def seconds_refused(request, *, username: str | None = None, count: bool) -> int
 
     ``count`` records an attempt (a failed one, for API credentials) before deciding.
     """
+    usages = count_requests(counters(request, GROUP, sign_in_key(request, username) if username else None),
+                            increment=count)
     wait = None
-    for scope, key, rate in _counters(request, username):
-        if not rate:
-            continue
-        usage = get_usage(request, group=f"{GROUP}:{scope}", key=key, rate=rate, increment=count)
-        if usage is None:  # rate limits off, or the cache unavailable with fail-open
-            continue
-        over = usage["should_limit"] if count else usage["count"] >= usage["limit"]
+    for usage in usages or ():  # None: rate limits off, or the cache unavailable with fail-open
+        over = usage.over if count else usage.count >= usage.limit
         if over:
-            wait = max(wait or 1, int(usage["time_left"]))
+            wait = max(wait or 1, usage.seconds_left)
     return wait
 
 

@@ -4,8 +4,9 @@ Nothing in the cache is the only copy of anything (sessions are written through 
 rate-limit counters may restart), so a Redis outage must not stop workers from logging in, fetching
 and submitting. Django's ``RedisCache`` raises on a dead server, and no maintained backend with an
 option to ignore errors (django-redis's ``IGNORE_EXCEPTIONS``) is a dependency, hence this subclass:
-reads miss, writes are dropped, ``add`` reports "not added" and ``incr`` raises ``ValueError`` as for
-a missing key (django-ratelimit then fails open, ``RATELIMIT_FAIL_OPEN``). A warning is logged at
+reads miss, writes are dropped, ``add`` reports "not added", ``incr`` raises ``ValueError`` as for
+a missing key, and the rate limits' counters come back unknown (``djangokit.rate_limits`` then fails
+open, ``RATE_LIMITS_FAIL_OPEN``). A warning is logged at
 most once per ``WARNING_INTERVAL`` seconds per process, not once per request. Redis is asked again on
 every call, so the cache is back as soon as Redis is.
 """
@@ -68,7 +69,7 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
     def __init__(self, servers, **options):
         super().__init__(servers, **options)
         self._clients = {}
-        self._incr_scripts = {}
+        self._scripts = {}
 
     def get_client(self, key=None, *, write=False):
         pool = self._get_connection_pool(write)
@@ -79,20 +80,44 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
 
     def incr(self, key, delta):
         """Add ``delta`` to a stored count in one round trip; ``ValueError`` when the key is missing.
-        Django's client asks ``EXISTS`` and then ``INCRBY``: two round trips for every rate-limit
-        count, and a key that expires between them comes back as a count that never expires."""
-        client = self.get_client(key, write=True)
-        script = self._incr_scripts.get(id(client))
-        if script is None:
-            script = self._incr_scripts[id(client)] = client.register_script(_INCR_EXISTING)
-        value = script(keys=[key], args=[delta])
+        Django's client asks ``EXISTS`` and then ``INCRBY``: two round trips, and a key that expires
+        between them comes back as a count that never expires."""
+        value = self._script(_INCR_EXISTING)(keys=[key], args=[delta])
         if value is None:
             raise ValueError(f"Key {key!r} not found.")
         return value
 
+    def count_in_windows(self, keys_and_seconds, *, increment):
+        """Several fixed-window counters in one round trip: each counted once more when ``increment``
+        (a new one expires after its seconds), or read; their counts, in order."""
+        keys = [key for key, _seconds in keys_and_seconds]
+        seconds = [int(seconds) for _key, seconds in keys_and_seconds]
+        return [int(count) for count in self._script(_COUNT_IN_WINDOWS)(keys=keys, args=[int(increment), *seconds])]
+
+    def _script(self, source):
+        client = self.get_client(write=True)
+        script = self._scripts.get((id(client), source))
+        if script is None:
+            script = self._scripts[(id(client), source)] = client.register_script(source)
+        return script
+
 
 # Run on the Redis server, atomically (EVALSHA: after the first call only its digest travels).
 _INCR_EXISTING = "if redis.call('exists', KEYS[1]) == 1 then return redis.call('incrby', KEYS[1], ARGV[1]) end return false"
+# ARGV[1]: 1 to count, 0 to read; ARGV[1 + i]: the seconds KEYS[i] lives once created. A count is
+# stored as Django's Redis cache stores an int (its digits), so ``cache.get`` reads it too.
+_COUNT_IN_WINDOWS = """
+local counts = {}
+for i, key in ipairs(KEYS) do
+  if ARGV[1] == '1' then
+    counts[i] = redis.call('incr', key)
+    if counts[i] == 1 then redis.call('expire', key, ARGV[i + 1]) end
+  else
+    counts[i] = tonumber(redis.call('get', key) or '0')
+  end
+end
+return counts
+"""
 
 
 class ResilientRedisCache(RedisCache):
@@ -111,6 +136,12 @@ class ResilientRedisCache(RedisCache):
     set_many = _degraded(lambda data, *a, **k: list(data))(RedisCache.set_many)
     delete_many = _degraded(lambda *a, **k: None)(RedisCache.delete_many)
     clear = _degraded(lambda *a, **k: False)(RedisCache.clear)
+
+    @_degraded(lambda *a, **k: None)
+    def count_in_windows(self, keys_and_seconds, *, increment: bool) -> list[int]:
+        """``djangokit.rate_limits``' counters, in one round trip (the keys made as the cache's own)."""
+        return self._cache.count_in_windows(
+            [(self.make_and_validate_key(key), seconds) for key, seconds in keys_and_seconds], increment=increment)
 
 
 class SessionRedisCache(ResilientRedisCache):

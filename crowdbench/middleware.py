@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import hashlib
 
-from api.credentials import sign_in_key
+from api.credentials import counters, sign_in_key
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
 from django.http import HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils.html import format_html
-from django_ratelimit.core import get_usage
 from djangokit import csp
+from djangokit.rate_limits import count_requests, parse_rate
 from kernel.input_checks import HostileInput, check_text, load_json
 
 JSON_TYPES = ("application/json",)
@@ -135,6 +135,11 @@ class RateLimitMiddleware:
                 raise ImproperlyConfigured(f"{view_name} is limited as {group!r}, which settings.RATE_LIMITS lacks; "
                                            f"known: {', '.join(settings.RATE_LIMITS)}")
             self.groups[view_name] = group
+        # A rate that cannot be read stops the server at start, not each request.
+        for group, rule in settings.RATE_LIMITS.items():
+            for scope in ("per_address", "per_worker"):
+                if rule.get(scope):
+                    parse_rate(rule[scope])
 
     def __call__(self, request):
         return self.get_response(request)
@@ -147,23 +152,18 @@ class RateLimitMiddleware:
         rule = settings.RATE_LIMITS[group]
         if request.method not in rule.get("methods", ("GET", "POST")):
             return None
-        keys = [("address", "ip", rule.get("per_address"))]
-        worker = worker_key(request)
-        if worker is not None:
-            keys.append(("worker", lambda _group, _request: worker, rule.get("per_worker")))
-        for scope, key, rate in keys:
-            if not rate:
-                continue
-            usage = get_usage(request, group=f"{group}:{scope}", key=key, rate=rate, increment=True)
-            if usage is not None and usage["should_limit"]:
-                retry_after = max(1, int(usage["time_left"]))
-                return refusal(
-                    request,
-                    f"Too many requests ({rule['label']}); please wait {retry_after} seconds and try again.",
-                    429,
-                    headers={"Retry-After": str(retry_after)},
-                )
-        return None
+        # Both counters in one round trip: a request refused by one still counts on the other.
+        usages = count_requests(counters(request, group, worker_key(request)), increment=True)
+        over = [usage for usage in usages or () if usage.over]
+        if not over:
+            return None
+        retry_after = max(1, *(usage.seconds_left for usage in over))
+        return refusal(
+            request,
+            f"Too many requests ({rule['label']}); please wait {retry_after} seconds and try again.",
+            429,
+            headers={"Retry-After": str(retry_after)},
+        )
 
 
 class ServiceErrorPageMiddleware:

@@ -436,11 +436,11 @@ SESSION_ENGINE = os.environ.get("SESSION_ENGINE", "crowdbench.sessions")
 # process's memory would not reach the others. 0: read on every request.
 USER_CACHE_SECONDS = env_number("USER_CACHE_SECONDS", "300" if CACHE_URL else "0", int)
 SESSION_CACHE_ALIAS = "sessions"
-RATELIMIT_ENABLE = env_bool("RATE_LIMITS_ENABLED", True)
+RATE_LIMITS_ENABLED = env_bool("RATE_LIMITS_ENABLED", True)
 # With the cache unavailable no count can be kept: requests pass rather than all being refused.
-RATELIMIT_FAIL_OPEN = env_bool("RATE_LIMITS_FAIL_OPEN", True)
+RATE_LIMITS_FAIL_OPEN = env_bool("RATE_LIMITS_FAIL_OPEN", True)
 # The request header carrying the client address behind a proxy, e.g. HTTP_X_REAL_IP (else REMOTE_ADDR).
-RATELIMIT_IP_META_KEY = os.environ.get("RATE_LIMIT_ADDRESS_HEADER") or None
+RATE_LIMIT_ADDRESS_HEADER = os.environ.get("RATE_LIMIT_ADDRESS_HEADER") or None
 # "<count>/<s|m|h|d>" per client address and per worker (the logged-in user, a provider page's task
 # token, or the user name tried on a login form from that address); the views are URL names. Each crowd
 # provider adds its own worker pages to these groups (``CrowdProvider.rate_limited_views``). The

@@ -49,7 +49,7 @@ FUZZ_SETTINGS = settings(
 @pytest.fixture
 def api_app(world, settings):
     # Rate limits would answer 429 long before the fuzzer is through; they have their own tests.
-    settings.RATELIMIT_ENABLE = False
+    settings.RATE_LIMITS_ENABLED = False
     # As Django's test client does: the end of a request must not close the test's connection.
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)

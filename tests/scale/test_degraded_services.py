@@ -15,6 +15,7 @@ from crowdbench import cache as resilient
 from crowdbench.cache import ResilientRedisCache
 from crowdbench.views import server_error
 from harness.processes import free_port
+from tests.redis_commands import commands_sent
 
 
 @pytest.fixture
@@ -32,22 +33,25 @@ def test_a_cache_without_redis_misses_drops_writes_and_warns_once(dead_redis_cac
         assert cache.add("k", 1, 60) is False
         assert cache.set("k", 1) is None and cache.get_many(["k", "j"]) == {}
         assert cache.get_or_set("k", 5) == 5
-        with pytest.raises(ValueError):  # as for a missing key: django-ratelimit then fails open
+        with pytest.raises(ValueError):  # as for a missing key
             cache.incr("k")
+        assert cache.count_in_windows([("k", 60)], increment=True) is None  # the rate limits then fail open
         cache.delete("k")
         cache.delete_many(["k"])
     warnings = [record for record in caplog.records if "does not answer" in record.getMessage()]
     assert len(warnings) == 1 and "127.0.0.1" not in warnings[0].getMessage()
 
 
-def test_a_rate_limited_request_passes_while_the_cache_is_down(dead_redis_cache, settings, monkeypatch, rf):
-    from django_ratelimit.core import get_usage
+def test_a_rate_limited_request_passes_while_the_cache_is_down(dead_redis_cache, settings, monkeypatch):
+    from djangokit.rate_limits import Counter, count_requests
 
-    monkeypatch.setattr("django_ratelimit.core.caches", {"default": dead_redis_cache})
-    assert settings.RATELIMIT_FAIL_OPEN is True
-    assert get_usage(rf.post("/"), group="g", key="ip", rate="1/m", increment=True) is None
-    settings.RATELIMIT_FAIL_OPEN = False
-    assert get_usage(rf.post("/"), group="g", key="ip", rate="1/m", increment=True)["should_limit"] is True
+    monkeypatch.setattr("djangokit.rate_limits.caches", {"default": dead_redis_cache})
+    counters = [Counter(name="g:address", who="192.0.2.1", rate="1/m"), Counter(name="g:worker", who="u", rate="1/m")]
+    assert settings.RATE_LIMITS_FAIL_OPEN is True
+    assert count_requests(counters) is None
+    settings.RATE_LIMITS_FAIL_OPEN = False
+    usages = count_requests(counters)
+    assert [usage.over for usage in usages] == [True, True] and usages[0].seconds_left == 1
 
 
 @pytest.mark.parametrize("path, json_body", [("/api/work/rounds/1/next/", True), ("/work/", False)])
@@ -86,19 +90,11 @@ def test_the_redis_cache_reuses_one_client_per_connection_pool():
 
 
 def test_the_redis_cache_counts_in_one_round_trip_and_never_creates_a_missing_count(redis_server):
-    """``incr`` is one script call (rate limits count twice a request); like Django's it refuses a
+    """``incr`` is one script call; like Django's it refuses a
     missing key, and it leaves no count behind for it (two separate calls could, without an expiry)."""
     cache = ResilientRedisCache(redis_server.url(0), {})
     client = cache._cache.get_client(write=True)
-    sent = []
-    original = type(client).execute_command
-
-    def counted(self, *args, **kwargs):
-        sent.append(args[0])
-        return original(self, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(type(client), "execute_command", counted)
+    with commands_sent(client) as sent:
         with pytest.raises(ValueError):
             cache.incr("missing-count")
         assert client.exists(cache.make_and_validate_key("missing-count")) == 0
