@@ -6,6 +6,7 @@ from django.http import Http404
 from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext_noop
+from djangokit.urls import reverse_with_id
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
@@ -55,11 +56,11 @@ def assignment_data(assignment: Assignment, *, task: dict) -> dict:
         "payload": worker_answers(assignment),
         # Plain texts and URLs: clients insert them as text, never as HTML.
         "task": task,
-        "submit_url": reverse("annotation-api:submit", args=[assignment.pk]),
-        "submit_and_next_url": reverse("annotation-api:submit-and-next", args=[assignment.pk]),
+        "submit_url": reverse_with_id("annotation-api:submit", assignment.pk),
+        "submit_and_next_url": reverse_with_id("annotation-api:submit-and-next", assignment.pk),
         # Held for a look only (a page showed it): POST ``start_url`` when the worker begins.
         "in_preview": assignment.in_preview,
-        "start_url": reverse("annotation-api:start", args=[assignment.pk]),
+        "start_url": reverse_with_id("annotation-api:start", assignment.pk),
     }
 
 
@@ -170,7 +171,7 @@ class SubmitAndNextView(CrowdWorkAPIView):
                     "payload": worker_answers(submitted.assignment),
                     "stored": submitted.created,
                     "next": following,
-                    "next_url": reverse("annotation:round", args=[round.pk]),
+                    "next_url": reverse_with_id("annotation:round", round.pk),
                 },
                 status=status.HTTP_201_CREATED if submitted.created else status.HTTP_200_OK,
             )
