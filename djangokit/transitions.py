@@ -10,7 +10,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from django.db import connections, router, transaction
+from django.db import DatabaseError, connections, router, transaction
 from django.db.models import F, Model, Q, QuerySet
 from django.db.models.sql import UpdateQuery
 from django.utils import timezone
@@ -182,6 +182,29 @@ def _compile_update(model, using, condition, values, set_count) -> _CompiledUpda
     if len(positions) != 1:
         return None
     return _CompiledUpdate(sql, tuple(where_params), positions[0])
+
+
+def save_fields(instance: M, fields: Sequence[str]) -> None:
+    """``instance.save(update_fields=fields)`` from the shape's compiled UPDATE (for fields that no
+    state machine owns): the same SQL, without the model's save machinery and its signals, which
+    nothing listens to on the rows it is used for. ``DatabaseError`` when the row is gone, as ``save``."""
+    model = type(instance)
+    using = router.db_for_write(model, instance=instance)
+    wanted = set(fields)
+    # In the model's field order, as ``save`` writes them.
+    values = {field.name: field.pre_save(instance, False) for field in model._meta.concrete_fields
+              if field.name in wanted and not field.primary_key}
+    if len(values) != len(wanted):
+        raise ValueError(f"Not fields of {model.__name__} that can be saved: {sorted(wanted - set(values))}")
+    statement = _update_statement(model, using, Q(), {}, values, instance.pk)
+    if statement is None:
+        updated = model._base_manager.db_manager(using).filter(pk=instance.pk).update(**values)
+    else:
+        with transaction.mark_for_rollback_on_error(using), connections[using].cursor() as cursor:
+            cursor.execute(*statement)
+            updated = cursor.rowcount
+    if not updated:
+        raise DatabaseError("Save with update_fields did not affect any rows.")
 
 
 def move_all(rows: QuerySet, machine: StateMachine, event: str, **fields: Any) -> int:

@@ -86,3 +86,33 @@ def test_on_an_unknown_django_the_quick_claim_leaves_the_work_to_the_careful_pat
     assert engine._insert_if_slot_free(late, needed=1) is False and late.pk is None
     assignment = request_assignment(round=round, worker=worker)  # still handed out, the careful way
     assert assignment is not None and Assignment.objects.filter(pk=assignment.pk).exists()
+
+
+@pytest.mark.django_db
+def test_save_fields_sends_what_save_sends_and_refuses_a_row_that_is_gone():
+    from django.db import DatabaseError, connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.models import WorkItem
+    from djangokit.transitions import save_fields
+
+    round = make_round(task_type="verification", targets=[make_candidate(), make_candidate()])
+    first, second = round.items.order_by("position")
+    now = timezone.now()
+    first.aggregate_result, first.completed_at = {"verdict": "correct", "ünïcode": [1, None]}, now
+    second.aggregate_result, second.completed_at = dict(first.aggregate_result), now
+    with CaptureQueriesContext(connection) as by_save:
+        first.save(update_fields=["aggregate_result", "completed_at"])
+    with CaptureQueriesContext(connection) as by_statement:
+        save_fields(second, ["aggregate_result", "completed_at"])
+    def without_id(sql):
+        return re.sub(r'"id" = \d+', '"id" = ID', sql)
+
+    assert [without_id(query["sql"]) for query in by_save.captured_queries] == [
+        without_id(query["sql"]) for query in by_statement.captured_queries]
+    assert len(by_statement.captured_queries) == 1
+    stored = {item.pk: (item.aggregate_result, item.completed_at) for item in WorkItem.objects.filter(round=round)}
+    assert stored[first.pk] == stored[second.pk] == (first.aggregate_result, now)
+    WorkItem.objects.filter(pk=second.pk).delete()
+    with pytest.raises(DatabaseError, match="did not affect any rows"):
+        save_fields(second, ["aggregate_result"])

@@ -282,23 +282,44 @@ def _insert_if_slot_free(assignment: Assignment, *, needed: int) -> bool:
     one statement (a fresh snapshot under READ COMMITTED); whether it was inserted.
 
     Built on the ORM's insert compiler (``prepare_value``, ``pre_save_val``, ``field_as_sql``): on a
-    Django version it was not checked against it inserts nothing, and the caller takes the careful path."""
+    Django version it was not checked against it inserts nothing, and the caller takes the careful path.
+    The statement is compiled once per database; each call only prepares its values, as the compiler
+    would (``pre_save`` then ``get_db_prep_save`` of each field)."""
     if not compiler_internals_supported():
         return False
     from django.db import connection
+
+    fields, sql = _conditional_insert(connection)
+    values = [field.get_db_prep_save(field.pre_save(assignment, True), connection=connection) for field in fields]
+    if any(hasattr(value, "resolve_expression") for value in values):
+        return False  # an expression as a value: compiled differently, so the careful path
+    _held_sql, held_params = _slots_held.sql(item_id=assignment.item_id)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*values, *held_params, needed, assignment.item_id, assignment.worker_id])
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    assignment.pk = row[0]
+    assignment._state.adding = False
+    assignment._state.db = connection.alias
+    return True
+
+
+_conditional_inserts: dict[str, tuple[list, str]] = {}
+
+
+def _conditional_insert(connection) -> tuple[list, str]:
+    """The fields and SQL of ``_insert_if_slot_free`` on this connection's database, compiled on first use."""
+    compiled = _conditional_inserts.get(connection.vendor)
+    if compiled is not None:
+        return compiled
     from django.db.models.sql import InsertQuery
 
     fields = [field for field in Assignment._meta.concrete_fields if not field.primary_key]
-    query = InsertQuery(Assignment)
-    query.insert_values(fields, [assignment])
-    compiler = query.get_compiler(connection=connection)
-    placeholders, params = [], []
-    for field in fields:
-        value = compiler.prepare_value(field, compiler.pre_save_val(field, assignment))
-        sql, field_params = compiler.field_as_sql(field, getattr(field, "get_placeholder", None), value)
-        placeholders.append(sql)
-        params.extend(field_params)
-    held_sql, held_params = _slots_held.sql(item_id=assignment.item_id)
+    compiler = InsertQuery(Assignment).get_compiler(connection=connection)
+    # Each field's placeholder as the insert compiler writes it for a plain (non-expression) value.
+    placeholders = [compiler.field_as_sql(field, getattr(field, "get_placeholder", None), None)[0] for field in fields]
+    held_sql, _held_params = _slots_held.sql(item_id=0)
     quote = connection.ops.quote_name
     table = quote(Assignment._meta.db_table)
     sql = (
@@ -308,15 +329,7 @@ def _insert_if_slot_free(assignment: Assignment, *, needed: int) -> bool:
         f"AND NOT EXISTS (SELECT 1 FROM {table} WHERE {quote('item_id')} = %s AND {quote('worker_id')} = %s) "
         f"RETURNING {quote('id')}"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *held_params, needed, assignment.item_id, assignment.worker_id])
-        row = cursor.fetchone()
-    if row is None:
-        return False
-    assignment.pk = row[0]
-    assignment._state.adding = False
-    assignment._state.db = connection.alias
-    return True
+    return _conditional_inserts.setdefault(connection.vendor, (fields, sql))
 
 
 def _request_assignment_locked(

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from djangokit.prepared import PreparedQuery
-from djangokit.transitions import move, move_reading
+from djangokit.transitions import move, move_reading, save_fields
 
 from .. import guardrails
 from ..judgments import announce as announce_judgment
@@ -343,4 +343,4 @@ def store_aggregate(*, item: WorkItem, handler, also: list[str] = ()) -> None:
         item.aggregate_result = gold_summary(item) if item.is_gold else handler.aggregate(item)
     except ValidationError as error:
         raise InvalidTransition(message_of(error)) from None
-    item.save(update_fields=["aggregate_result", *also])
+    save_fields(item, ["aggregate_result", *also])
