@@ -15,9 +15,8 @@ and a client over the limit is refused before its credential is looked up.
 """
 from __future__ import annotations
 
-from django.conf import settings
 from django.utils.translation import gettext as _
-from djangokit.rate_limits import Counter, client_address, count_requests
+from djangokit.rate_limits import client_address, count_requests, counters_of
 from knox.auth import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 
@@ -29,24 +28,12 @@ def sign_in_key(request, username: str) -> str:
     return f"login:{username.strip().lower()[:150]}@{client_address(request)}"
 
 
-def counters(request, group: str, worker: str | None) -> list[Counter]:
-    """The counters of a request in a group of ``settings.RATE_LIMITS``: per client address, and per
-    worker when ``worker`` names one (the rules without a rate count nothing)."""
-    rule = settings.RATE_LIMITS[group]
-    found = []
-    if rule.get("per_address"):
-        found.append(Counter(name=f"{group}:address", who=client_address(request), rate=rule["per_address"]))
-    if worker is not None and rule.get("per_worker"):
-        found.append(Counter(name=f"{group}:worker", who=worker, rate=rule["per_worker"]))
-    return found
-
-
 def seconds_refused(request, *, username: str | None = None, count: bool) -> int | None:
     """Seconds this client must wait before its next credential check, or None.
 
     ``count`` records an attempt (a failed one, for API credentials) before deciding.
     """
-    usages = count_requests(counters(request, GROUP, sign_in_key(request, username) if username else None),
+    usages = count_requests(counters_of(request, GROUP, sign_in_key(request, username) if username else None),
                             increment=count)
     wait = None
     for usage in usages or ():  # None: rate limits off, or the cache unavailable with fail-open

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import hashlib
 
-from api.credentials import counters, sign_in_key
+from api.credentials import sign_in_key
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
 from django.http import HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils.html import format_html
 from djangokit import csp
-from djangokit.rate_limits import count_requests, parse_rate
+from djangokit.rate_limits import count_requests, counters_of, parse_rate
 from kernel.input_checks import HostileInput, check_text, load_json
 
 JSON_TYPES = ("application/json",)
@@ -153,7 +153,7 @@ class RateLimitMiddleware:
         if request.method not in rule.get("methods", ("GET", "POST")):
             return None
         # Both counters in one round trip: a request refused by one still counts on the other.
-        usages = count_requests(counters(request, group, worker_key(request)), increment=True)
+        usages = count_requests(counters_of(request, group, worker_key(request)), increment=True)
         over = [usage for usage in usages or () if usage.over]
         if not over:
             return None

@@ -79,6 +79,18 @@ class Usage:
         return self.count > self.limit
 
 
+def counters_of(request, group: str, worker: str | None) -> list[Counter]:
+    """The counters of a request in a group of ``settings.RATE_LIMITS``: per client address, and per
+    worker when ``worker`` names one (a scope without a rate counts nothing)."""
+    rule = settings.RATE_LIMITS[group]
+    found = []
+    if rule.get("per_address"):
+        found.append(Counter(name=f"{group}:address", who=client_address(request), rate=rule["per_address"]))
+    if worker is not None and rule.get("per_worker"):
+        found.append(Counter(name=f"{group}:worker", who=worker, rate=rule["per_worker"]))
+    return found
+
+
 def _window_end(who: str, period: int, now: int) -> int:
     if period == 1:
         return now

@@ -6,15 +6,12 @@ name is reversed once, with a probe id, and later ids are put in its place.
 """
 from __future__ import annotations
 
-import threading
-
 from django.conf import settings
 from django.urls import get_script_prefix, get_urlconf, reverse
 
 # No URL of the project contains these digits but where the id goes (checked on each new name).
 _PROBE = 918273645
 _templates: dict[tuple, tuple[str, str]] = {}
-_lock = threading.Lock()
 
 
 def reverse_with_id(viewname: str, pk: int) -> str:
@@ -26,6 +23,5 @@ def reverse_with_id(viewname: str, pk: int) -> str:
         before, found, after = probe.partition(str(_PROBE))
         if not found or str(_PROBE) in after:
             return reverse(viewname, args=[pk])
-        with _lock:
-            template = _templates.setdefault(key, (before, after))
+        template = _templates.setdefault(key, (before, after))
     return f"{template[0]}{int(pk)}{template[1]}"

@@ -290,9 +290,10 @@ def _insert_if_slot_free(assignment: Assignment, *, needed: int) -> bool:
     from django.db import connection
 
     fields, sql = _conditional_insert(connection)
-    values = [field.get_db_prep_save(field.pre_save(assignment, True), connection=connection) for field in fields]
+    values = [field.pre_save(assignment, True) for field in fields]
     if any(hasattr(value, "resolve_expression") for value in values):
         return False  # an expression as a value: compiled differently, so the careful path
+    values = [field.get_db_prep_save(value, connection=connection) for field, value in zip(fields, values)]
     _held_sql, held_params = _slots_held.sql(item_id=assignment.item_id)
     with connection.cursor() as cursor:
         cursor.execute(sql, [*values, *held_params, needed, assignment.item_id, assignment.worker_id])
