@@ -5,6 +5,7 @@ Threads: a request of the worker API spends most of its time waiting for Postgre
 per process keep the cores busy; each thread holds its own persistent database connection
 (``CONN_MAX_AGE``), so PostgreSQL must allow ``WEB_CONCURRENCY × GUNICORN_THREADS`` connections per host.
 """
+import gc
 import multiprocessing
 import os
 
@@ -29,3 +30,12 @@ max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", "1000")
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+
+
+def post_worker_init(worker):
+    """The application is loaded and its modules, settings, URL patterns and compiled statements live
+    as long as the process: frozen, the collector's full passes skip them and walk only what requests
+    made. Measured with bench/load.py (1,000-item round): a full collection paused a worker (both its
+    threads) for 0.45–0.78 s without, 0.08–0.09 s with (about 270,000 objects frozen). Raising the
+    first generation's threshold to 10,000 as well made its passes pause for 50–75 ms: left as it is."""
+    gc.freeze()
