@@ -64,6 +64,7 @@ def _move(instance, machine, event, *, also, where, fields, read=None) -> tuple[
     # The ORM's queryset only when the compiled statement will not do: building it costs as much.
     statement = None if where is not None else _update_statement(model, using, condition, steps, values, instance.pk)
     one_statement = read is not None and connections[using].vendor == "postgresql" and compiler_internals_supported()
+    rows = None
     if statement is None:
         rows = model._base_manager.db_manager(using).filter(condition, pk=instance.pk)
         if where is not None:
@@ -84,12 +85,7 @@ def _move(instance, machine, event, *, also, where, fields, read=None) -> tuple[
             with connections[using].cursor() as cursor:
                 cursor.execute(read[0], tuple(read[1]))
                 read_value = cursor.fetchone()[0]
-        if statement is None:
-            updated = bool(rows.update(**values))
-        else:
-            with transaction.mark_for_rollback_on_error(using), connections[using].cursor() as cursor:
-                cursor.execute(*statement)
-                updated = cursor.rowcount > 0
+        updated = _run_update(using, statement, rows, values) > 0
     if not updated:
         stored = model._base_manager.filter(pk=instance.pk).values(*(m.field for m in steps)).first()
         for step_machine, step_event in steps.items():
@@ -184,6 +180,15 @@ def _compile_update(model, using, condition, values, set_count) -> _CompiledUpda
     return _CompiledUpdate(sql, tuple(where_params), positions[0])
 
 
+def _run_update(using: str, statement: tuple[str, tuple] | None, rows: QuerySet | None, values: dict) -> int:
+    """The rows the compiled ``statement`` updated, or, without one, ``rows.update(**values)``."""
+    if statement is None:
+        return rows.update(**values)
+    with transaction.mark_for_rollback_on_error(using), connections[using].cursor() as cursor:
+        cursor.execute(*statement)
+        return cursor.rowcount
+
+
 def save_fields(instance: M, fields: Sequence[str]) -> None:
     """``instance.save(update_fields=fields)`` from the shape's compiled UPDATE (for fields that no
     state machine owns): the same SQL, without the model's save machinery and its signals, which
@@ -197,13 +202,8 @@ def save_fields(instance: M, fields: Sequence[str]) -> None:
     if len(values) != len(wanted):
         raise ValueError(f"Not fields of {model.__name__} that can be saved: {sorted(wanted - set(values))}")
     statement = _update_statement(model, using, Q(), {}, values, instance.pk)
-    if statement is None:
-        updated = model._base_manager.db_manager(using).filter(pk=instance.pk).update(**values)
-    else:
-        with transaction.mark_for_rollback_on_error(using), connections[using].cursor() as cursor:
-            cursor.execute(*statement)
-            updated = cursor.rowcount
-    if not updated:
+    rows = None if statement is not None else model._base_manager.db_manager(using).filter(pk=instance.pk)
+    if not _run_update(using, statement, rows, values):
         raise DatabaseError("Save with update_fields did not affect any rows.")
 
 
