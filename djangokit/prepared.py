@@ -7,9 +7,10 @@ changes (only its ids do) is therefore built once with stand-in values, compiled
 from then on with the real values put in the stand-ins' places: the same SQL the ORM would send,
 the same rows back (model instances with ``select_related`` and annotations, or ``values_list`` rows).
 
-Parameters are ``int`` or ``str`` values compared with ``=`` (ids, statuses): a lookup that
-transforms its value (``__contains``, ``__iexact`` on some databases) would not show the stand-in
-unchanged, and compiling refuses it.
+Parameters are ``int`` or ``str`` values compared with ``=`` (ids, statuses), or aware ``datetime``
+values compared with a date-time column (``expires_at__lte``): a lookup that transforms its value
+(``__contains``, ``__iexact`` on some databases) would not show the stand-in unchanged, and compiling
+refuses it.
 
 Binding reaches into the ORM's compiler (its ``as_sql``, ``select``, ``col_count`` and converters),
 which Django does not promise to keep: it runs only on the Django versions it was checked against
@@ -22,6 +23,7 @@ import inspect
 import threading
 import weakref
 from collections.abc import Callable, Hashable
+from datetime import datetime, timedelta, timezone
 
 import django
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -33,6 +35,8 @@ from django.db.models import QuerySet
 _INT_STAND_IN = 2_147_000_000
 _BIGINT_MIN, _BIGINT_MAX = -(2**63), 2**63 - 1
 _STR_STAND_IN = "\x1eprepared-parameter-{}\x1e"
+# A date-time long before any this platform stores, one microsecond apart per parameter.
+_DATETIME_STAND_IN = datetime(1901, 2, 3, 4, 5, 6, tzinfo=timezone.utc)
 
 
 # The Django versions (major, minor) whose compiler internals this module and the engine's one-statement
@@ -88,7 +92,7 @@ class PreparedQuery:
         if not compiler_internals_supported():
             return list(self.build(shape, **params).using(using))  # the ORM's own way
         compiled = self._compiled_for(shape, using)
-        bound = self._bind(compiled, params)
+        bound = self._bind(compiled, params, connections[using])
         return [] if bound is None else list(_bound_queryset(compiled, using, bound))
 
     def first(self, shape: Hashable = None, *, using: str = DEFAULT_DB_ALIAS, **params):
@@ -105,17 +109,22 @@ class PreparedQuery:
             sql, bound = self.build(shape, **params).query.get_compiler(using=using).as_sql()
             return sql, tuple(bound)
         compiled = self._compiled_for(shape, using)
-        bound = self._bind(compiled, params)
+        bound = self._bind(compiled, params, connections[using])
         return None if bound is None else (compiled.sql, bound)
 
     @staticmethod
-    def _bind(compiled: _Compiled, params: dict) -> tuple | None:
+    def _bind(compiled: _Compiled, params: dict, connection) -> tuple | None:
         bound = list(compiled.params)
-        for position, name in compiled.slots:
+        for position, name, base in compiled.slots:
             value, stand_in = params[name], compiled.params[position]
-            base = int if isinstance(stand_in, int) else str
             if type(value) is not base:
                 raise TypeError(f"{name} must be {base.__name__}, not {type(value).__name__}")
+            if base is datetime:
+                if value.utcoffset() is None:
+                    raise TypeError(f"{name} must be an aware datetime")
+                # As a date-time column's lookup prepares its value (a string on SQLite, say).
+                bound[position] = connection.ops.adapt_datetimefield_value(value)
+                continue
             if base is int and not _BIGINT_MIN <= value <= _BIGINT_MAX:
                 return None  # no row has such an id (as the ORM answers a forged, too large id)
             # The database adapter may have typed the stand-in (psycopg's Int4, say): type the value alike.
@@ -140,19 +149,27 @@ class PreparedQuery:
             raise PreparedQueryError("a queryset with prefetch_related cannot be prepared")
         compiler = queryset.query.get_compiler(using=using)
         sql, params = compiler.as_sql()
-        by_value = {value: name for name, value in stand_ins.items()}
-        slots = tuple((position, by_value[value]) for position, value in enumerate(params)
-                      if isinstance(value, int | str) and value in by_value)
-        missing = set(self.names) - {name for _position, name in slots}
+        # Each stand-in as it shows in the compiled parameters, with the type its values must have.
+        by_value = {}
+        for name, value in stand_ins.items():
+            if isinstance(value, datetime):
+                by_value[connections[using].ops.adapt_datetimefield_value(value)] = (name, datetime)
+            else:
+                by_value[value] = (name, type(value))
+        slots = tuple((position, *by_value[value]) for position, value in enumerate(params)
+                      if isinstance(value, int | str | datetime) and value in by_value)
+        missing = set(self.names) - {name for _position, name, _base in slots}
         if missing:
             raise PreparedQueryError(f"parameters not found unchanged in the SQL: {', '.join(sorted(missing))}")
         return _Compiled(queryset, compiler, sql, tuple(params), slots)
 
 
 
-def _stand_in(parameter: inspect.Parameter, position: int) -> int | str:
+def _stand_in(parameter: inspect.Parameter, position: int) -> int | str | datetime:
     if parameter.annotation in (str, "str"):
         return _STR_STAND_IN.format(position)
+    if parameter.annotation in (datetime, "datetime"):
+        return _DATETIME_STAND_IN + timedelta(microseconds=position)
     return _INT_STAND_IN + position
 
 

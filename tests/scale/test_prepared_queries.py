@@ -1,6 +1,7 @@
 """Querysets compiled once (``djangokit.prepared``): the same SQL and the same instances as the ORM's
 own queryset, for every parameter value; refused when a parameter cannot be bound safely."""
 import threading
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection, connections, transaction
@@ -92,6 +93,36 @@ def test_values_of_the_wrong_type_are_refused_and_ids_beyond_any_column_match_no
     with CaptureQueriesContext(connection) as queries:
         assert prepared.all((), round_id=2**70, position=0) == []
     assert len(queries) == 0
+
+
+def held_until(shape, round_id: int, now: datetime):
+    return Assignment.objects.filter(round=round_id, expires_at__gt=now).exclude(
+        in_preview=True, expires_at__lte=now).order_by("pk").values_list("pk", flat=True)
+
+
+def test_a_datetime_parameter_is_bound_as_the_orm_binds_it(two_rounds):
+    """Both places the moment shows in the SQL take the value of each call: the rows are the ORM's, on
+    either side of every assignment's time limit."""
+    round = two_rounds[0]
+    start = timezone.now()
+    workers = [get_or_create_local_worker(user=make_worker_user()) for _ in range(3)]
+    held = [request_assignment(round=round, worker=worker, now=start + timedelta(seconds=10 * n))
+            for n, worker in enumerate(workers)]
+    prepared = PreparedQuery(held_until)
+    for moment in [start, *(assignment.expires_at for assignment in held),
+                   held[1].expires_at - timedelta(microseconds=1), start + timedelta(days=1)]:
+        with CaptureQueriesContext(connection) as orm_queries:
+            expected = list(held_until(None, round.pk, moment))
+        with CaptureQueriesContext(connection) as prepared_queries:
+            got = prepared.all(round_id=round.pk, now=moment)
+        assert got == expected
+        assert [query["sql"] for query in prepared_queries] == [query["sql"] for query in orm_queries]
+    assert prepared.all(round_id=round.pk, now=held[1].expires_at - timedelta(microseconds=1)) == [
+        held[1].pk, held[2].pk]
+    with pytest.raises(TypeError, match="now must be an aware datetime"):
+        prepared.all(round_id=round.pk, now=datetime(2030, 1, 1))
+    with pytest.raises(TypeError, match="now must be datetime"):
+        prepared.all(round_id=round.pk, now=start.isoformat())
 
 
 def test_locking_queries_need_a_transaction(two_rounds):
