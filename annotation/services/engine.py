@@ -179,6 +179,10 @@ def request_assignment(
         assignment = _claim_first_free_item(**take)
         if assignment is not None:
             return assignment
+        if not _any_slot_for(round=round, worker=worker, now=now):
+            # Nothing the careful path could find either (near a round's end, every worker's request
+            # comes here at once): one statement instead of its expiry and locked look.
+            return None
     # The careful path: no free item found above, or a rule that needs more than one look.
     # Outside the main transaction: a short statement, so concurrent requests do not hold these rows.
     expire_stale_assignments(round=round, now=now)
@@ -194,6 +198,35 @@ def request_assignment(
         if existing is None:
             raise
         return existing
+
+
+def _any_slot_for(*, round: CollectionRound, worker: Worker, now: datetime) -> bool:
+    """Whether the careful path could find the worker a task: an open item, not settled, none of the
+    worker's, with fewer than ``workers_per_item`` slots held once expired holds are let go (it expires
+    them first). No lock is taken, so an item another request is claiming counts as possibly free;
+    a worker's own look that ran out does not keep the item from them (the careful path deletes it)."""
+    return _an_item_with_a_slot.first(round.task_type, round_id=round.pk, worker_id=worker.pk,
+                                      needed=round.workers_per_item, now=now) is not None
+
+
+def _build_an_item_with_a_slot(task_type: str, round_id: int, worker_id: int, needed: int, now: datetime):
+    live = Assignment.objects.holding_a_slot().exclude(status=Assignment.Status.ASSIGNED, expires_at__lte=now)
+    held = live.filter(item=OuterRef("pk")).order_by().values("item").annotate(taken=Count("pk")).values("taken")
+    mine = (Assignment.objects.filter(worker=worker_id, round=round_id)
+            .exclude(in_preview=True, status=Assignment.Status.ASSIGNED, expires_at__lte=now).values("item"))
+    return (
+        wanted_items(WorkItem.objects.filter(round=round_id, completed_at__isnull=True),
+                     handler=get_task_type(task_type))
+        .exclude(pk__in=mine)
+        .annotate(taken=Coalesce(Subquery(held, output_field=IntegerField()), Value(0)))
+        .filter(taken__lt=needed)
+        .order_by()
+        .values_list("pk", flat=True)[:1]
+    )
+
+
+# Asked by every request the quick claim left empty-handed (each worker's last one in a round): compiled once.
+_an_item_with_a_slot = PreparedQuery(_build_an_item_with_a_slot)
 
 
 def _plain_round(round: CollectionRound) -> bool:
