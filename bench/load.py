@@ -30,8 +30,9 @@ What it does, in one run:
 7. has the same workers work a second round (``--paced-items``) at a fixed request rate,
    ``--paced-share`` of the trivial view's request rate (not of the code's own throughput, so a slower
    submit path cannot lower its own bar), each latency counted from when its request was due, not
-   from when it was sent (no coordinated omission: a server falling behind shows in it), and checks
-   that round the same way.
+   from when it was sent (no coordinated omission: a server falling behind shows in it), prints
+   apart the latency of each worker's last request (its submission, then nothing left: near a
+   round's end they all come at once), and checks that round the same way.
 
 Run from the repository root: ``python bench/load.py`` (PostgreSQL at ``TEST_POSTGRES_URL``,
 default ``postgres://postgres@127.0.0.1:5432/postgres``). ``--items 200`` for a quick look.
@@ -142,6 +143,7 @@ def work(base_url: str, username: str, round_id: int, interval: float | None, ba
     loop); without, each request goes as soon as the last one is answered (a closed loop)."""
     rng = random.Random(username)
     latencies, acknowledged, errors = [], [], Counter()
+    last = []  # the latency of the request that found nothing left (the round's end comes to all at once)
 
     def send(url: str, label: str, **kwargs) -> httpx.Response:
         nonlocal due
@@ -176,6 +178,8 @@ def work(base_url: str, username: str, round_id: int, interval: float | None, ba
                     body = response.json()
                     acknowledged.append(body["assignment"])
                     assignment = body["next"]["assignment"]
+                    if assignment is None:
+                        last.append(latencies[-1])
                 else:
                     errors[f"submit-and-next {response.status_code}"] += 1
                     failures += 1
@@ -185,6 +189,7 @@ def work(base_url: str, username: str, round_id: int, interval: float | None, ba
         # Also when the worker gave up: what it was told still counts in the integrity check.
         with lock:
             out["latencies"].extend(latencies)
+            out["last"].extend(last)
             out["acknowledged"].extend(acknowledged)
             out["errors"].update(errors)
 
@@ -218,7 +223,7 @@ def hammer(base_url: str, path: str, per_thread: int, threads: int, barrier, res
 
 def crowd(base_url: str, usernames: list[str], round_id: int, interval: float | None, barrier, results) -> None:
     """One thread per simulated worker (``work``); everything they measured goes to ``results``."""
-    out, lock = {"latencies": [], "acknowledged": [], "errors": Counter()}, threading.Lock()
+    out, lock = {"latencies": [], "last": [], "acknowledged": [], "errors": Counter()}, threading.Lock()
     pool = [threading.Thread(target=work, args=(base_url, name, round_id, interval, barrier, out, lock))
             for name in usernames]
     for thread in pool:
@@ -272,9 +277,10 @@ def run_crowd(base_url: str, usernames: list[str], round_id: int, interval: floa
     reports, seconds, used = in_processes(
         crowd, [(base_url, chunk, round_id, interval) for chunk in split(usernames, clients)], len(usernames),
         measure)
-    out = {"latencies": [], "acknowledged": [], "errors": Counter()}
+    out = {"latencies": [], "last": [], "acknowledged": [], "errors": Counter()}
     for report in reports:
         out["latencies"].extend(report["latencies"])
+        out["last"].extend(report["last"])
         out["acknowledged"].extend(report["acknowledged"])
         out["errors"].update(report["errors"])
     return out, seconds, used
@@ -380,7 +386,8 @@ def main() -> int:
             offered = args.paced_share * trivial["rate"]
             paced_out, paced_seconds, _ = run_crowd(base_url, usernames, paced_round.pk, args.workers / offered,
                                                     clients)
-            paced = {**summary(paced_out["latencies"], paced_seconds), "offered": offered}
+            paced = {**summary(paced_out["latencies"], paced_seconds), "offered": offered,
+                     "last": summary(paced_out["last"], paced_seconds) if paced_out["last"] else None}
             paced_integrity = check_integrity(round_id=paced_round.pk, acknowledged=paced_out["acknowledged"],
                                               overlap=args.overlap, items=args.paced_items)
             out["errors"].update(paced_out["errors"])
@@ -421,6 +428,10 @@ def main() -> int:
         print(f"paced: {paced['offered']:.1f} requests/s offered ({args.paced_share:.2f} x the trivial view's "
               f"request rate), each latency counted from when its request was due, on a round of {args.paced_items} "
               f"items x {args.overlap}; p99 {paced['p99']:.0f} ms (target <= {TARGET_P99_MS:.0f})")
+        if paced["last"]:
+            last = paced["last"]
+            print(f"  of which each worker's last request (its submission, then nothing left), {last['requests']} "
+                  f"near the round's end: p50 {last['p50']:.0f} ms, p99 {last['p99']:.0f} ms")
     print("integrity:", ", ".join(f"{key} {value}" for key, value in integrity.items()))
     if paced_integrity:
         print("integrity (paced):", ", ".join(f"{key} {value}" for key, value in paced_integrity.items()))
