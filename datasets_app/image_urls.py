@@ -29,6 +29,9 @@ import socket
 from typing import Callable, Iterable
 from urllib.parse import quote, urlsplit
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
 from kernel.input_checks import text_problem
 
 Resolver = Callable[[str, int], Iterable[str]]
@@ -66,16 +69,27 @@ def match_key(url: str) -> str:
     return encode_url(url.strip())
 
 
+# The kinds of address no URL may point to, each with why (in the active language: workers read it).
+BLOCKED_KINDS = {
+    "loopback": gettext_noop("%(address)s is a loopback address"),
+    "link_local": gettext_noop("%(address)s is a link-local address"),
+    "multicast": gettext_noop("%(address)s is a multicast address"),
+    "reserved": gettext_noop("%(address)s is a reserved address"),
+    "unspecified": gettext_noop("%(address)s is an unspecified address"),
+    "private": gettext_noop("%(address)s is a private address"),
+}
+
+
 def blocked_address(address: str) -> str | None:
     """Why connecting to ``address`` is not allowed, or None."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    for kind in ("loopback", "link_local", "multicast", "reserved", "unspecified", "private"):
+    for kind, reason in BLOCKED_KINDS.items():
         if getattr(ip, f"is_{kind}"):
-            return f"{ip} is a {kind.replace('_', '-')} address"
+            return _(reason) % {"address": ip}
     if not ip.is_global:
-        return f"{ip} is not a public address"
+        return _("%(address)s is not a public address") % {"address": ip}
     return None
 
 
@@ -97,44 +111,45 @@ def _literal_address(host: str) -> str | None:
 def check_image_url(url: str, *, allow_unresolvable: bool, resolver: Resolver | None = None) -> str:
     """``url`` (stripped) when the rule accepts it; ``ImageURLRefused`` saying why otherwise."""
     if not isinstance(url, str):
-        raise ImageURLRefused("the image URL is not text")
+        raise ImageURLRefused(_("the image URL is not text"))
     url = url.strip()
     if not url:
-        raise ImageURLRefused("the image URL is empty")
+        raise ImageURLRefused(_("the image URL is empty"))
     if len(url) > MAX_URL_LENGTH:
-        raise ImageURLRefused(f"the image URL is longer than {MAX_URL_LENGTH} characters")
+        raise ImageURLRefused(_("the image URL is longer than %(limit)d characters") % {"limit": MAX_URL_LENGTH})
     problem = text_problem(url, multiline=False)
     if problem:
         raise ImageURLRefused(f"the image URL {problem}")
     if "\\" in url:
-        raise ImageURLRefused("the image URL contains a backslash, which browsers read as '/'")
+        raise ImageURLRefused(_("the image URL contains a backslash, which browsers read as '/'"))
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ImageURLRefused(f"the image URL is malformed ({exc})") from None
+        raise ImageURLRefused(_("the image URL is malformed (%(error)s)") % {"error": exc}) from None
     if parts.scheme.lower() not in ("http", "https"):
-        raise ImageURLRefused(f"not an http(s) URL: {url[:80]!r}")
+        raise ImageURLRefused(_("not an http(s) URL: %(url)s") % {"url": repr(url[:80])})
     host = (parts.hostname or "").rstrip(".")
     if not host:
-        raise ImageURLRefused(f"the image URL has no host: {url[:80]!r}")
+        raise ImageURLRefused(_("the image URL has no host: %(url)s") % {"url": repr(url[:80])})
     if parts.username is not None or parts.password is not None:
-        raise ImageURLRefused("the image URL must not contain a user name or password")
+        raise ImageURLRefused(_("the image URL must not contain a user name or password"))
     if " " in host:
-        raise ImageURLRefused(f"the host of the image URL contains a space: {host[:80]!r}")
+        raise ImageURLRefused(_("the host of the image URL contains a space: %(host)s") % {"host": repr(host[:80])})
     literal = _literal_address(host)
     if literal is None:
         # The ASCII form browsers use: full-width digits and letters, ideographic full stops mapped.
         try:
             host = host.encode("idna").decode("ascii")
         except UnicodeError:
-            raise ImageURLRefused(f"the host of the image URL is not a valid name: {host[:80]!r}") from None
+            raise ImageURLRefused(_("the host of the image URL is not a valid name: %(host)s")
+                                  % {"host": repr(host[:80])}) from None
         if not HOST_NAME.fullmatch(host):
-            raise ImageURLRefused(f"the host of the image URL contains characters a host name cannot have: "
-                                  f"{host[:80]!r}")
+            raise ImageURLRefused(_("the host of the image URL contains characters a host name cannot have: "
+                                    "%(host)s") % {"host": repr(host[:80])})
         literal = _literal_address(host)
     if host in LOCAL_NAMES or host.endswith(LOCAL_SUFFIXES):
-        raise ImageURLRefused(f"the image URL points to a local host name ({host})")
+        raise ImageURLRefused(_("the image URL points to a local host name (%(host)s)") % {"host": host})
     if literal is not None:
         addresses = [literal]
     else:
@@ -146,11 +161,12 @@ def check_image_url(url: str, *, allow_unresolvable: bool, resolver: Resolver | 
         if not addresses:
             if allow_unresolvable:
                 return url
-            raise ImageURLRefused(f"the host of the image URL ({host}) cannot be found")
+            raise ImageURLRefused(_("the host of the image URL (%(host)s) cannot be found") % {"host": host})
     for address in addresses:
         reason = blocked_address(address)
         if reason:
-            raise ImageURLRefused(f"the image URL points to a non-public address ({host}: {reason})")
+            raise ImageURLRefused(_("the image URL points to a non-public address (%(host)s: %(reason)s)")
+                                  % {"host": host, "reason": reason})
     return url
 
 
@@ -180,4 +196,5 @@ def validate_submitted_image_url(url: str, *, label: str) -> str:
     try:
         return check_image_url(url, allow_unresolvable=False)
     except ImageURLRefused as refused:
-        raise ValidationError(f"{label} is not a valid image URL: {refused}.") from None
+        raise ValidationError(_("%(field)s is not a valid image URL: %(reason)s.")
+                              % {"field": label, "reason": refused}) from None

@@ -9,6 +9,7 @@ from typing import IO, Iterator
 
 from django.core.files.base import ContentFile
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from projects.services import unassigned_project
 
@@ -332,10 +333,10 @@ def _open_checked(content: bytes):
     from PIL import UnidentifiedImageError
 
     if not content:
-        raise ImageValidationError("the file is empty")
+        raise ImageValidationError(_("the file is empty"))
     if len(content) > settings.MAX_IMAGE_UPLOAD_BYTES:
         limit_mb = settings.MAX_IMAGE_UPLOAD_BYTES / (1024 * 1024)
-        raise ImageValidationError(f"the file is larger than {limit_mb:g} MB")
+        raise ImageValidationError(_("the file is larger than %(limit)s MB") % {"limit": f"{limit_mb:g}"})
     try:
         with PILImage.open(io.BytesIO(content)) as probe:
             fmt, (width, height) = probe.format, probe.size
@@ -344,16 +345,22 @@ def _open_checked(content: bytes):
             # headers).
             if width * height > settings.MAX_IMAGE_PIXELS:
                 raise ImageValidationError(
-                    f"the image is too large ({width}×{height} = {width * height / 1e6:.1f} megapixels; "
-                    f"at most {settings.MAX_IMAGE_PIXELS / 1e6:g} megapixels are accepted)"
+                    _("the image is too large (%(width)d×%(height)d = %(megapixels).1f megapixels; at most "
+                      "%(limit)s megapixels are accepted)")
+                    % {"width": width, "height": height, "megapixels": width * height / 1e6,
+                       "limit": f"{settings.MAX_IMAGE_PIXELS / 1e6:g}"}
                 )
             if frames > MAX_IMAGE_FRAMES:
-                raise ImageValidationError(f"the animation has more than {MAX_IMAGE_FRAMES} frames")
+                raise ImageValidationError(_("the animation has more than %(frames)d frames")
+                                           % {"frames": MAX_IMAGE_FRAMES})
             if frames * width * height > settings.MAX_IMAGE_PIXELS:
                 raise ImageValidationError(
-                    f"the animation is too large ({frames} frames of {width}×{height} = "
-                    f"{frames * width * height / 1e6:.1f} megapixels in all; at most "
-                    f"{settings.MAX_IMAGE_PIXELS / 1e6:g} megapixels are accepted across all frames)"
+                    _("the animation is too large (%(frames)d frames of %(width)d×%(height)d = "
+                      "%(megapixels).1f megapixels in all; at most %(limit)s megapixels are accepted "
+                      "across all frames)")
+                    % {"frames": frames, "width": width, "height": height,
+                       "megapixels": frames * width * height / 1e6,
+                       "limit": f"{settings.MAX_IMAGE_PIXELS / 1e6:g}"}
                 )
             probe.verify()
         image = PILImage.open(io.BytesIO(content))
@@ -361,10 +368,11 @@ def _open_checked(content: bytes):
     except ImageValidationError:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, PILImage.DecompressionBombError) as exc:
-        raise ImageValidationError("the file is not a readable image") from exc
+        raise ImageValidationError(_("the file is not a readable image")) from exc
     if fmt not in ALLOWED_IMAGE_FORMATS:
         allowed = ", ".join(sorted(ALLOWED_IMAGE_FORMATS))
-        raise ImageValidationError(f"image format {fmt} is not accepted (use {allowed})")
+        raise ImageValidationError(_("image format %(format)s is not accepted (use %(allowed)s)")
+                                   % {"format": fmt, "allowed": allowed})
     return image
 
 
@@ -419,7 +427,7 @@ def clean_image_bytes(content: bytes) -> CleanImage:
         try:
             encoded, width, height = _reencode(image, fmt)
         except (OSError, ValueError) as exc:
-            raise ImageValidationError("the image could not be re-encoded without its metadata") from exc
+            raise ImageValidationError(_("the image could not be re-encoded without its metadata")) from exc
     return CleanImage(content=encoded, format=fmt, width=width, height=height)
 
 
@@ -555,7 +563,7 @@ def import_review_sets_file(*, path: str | Path, project=None, image_paths: bool
                     creator=record.creator, source_url=record.source_url, category=record.category,
                 )
             else:
-                image, _ = Image.objects.get_or_create(
+                image, _created = Image.objects.get_or_create(
                     project=project, url=record.image_url,
                     defaults=dict(license=record.license, creator=record.creator,
                                   source_url=record.source_url, category=record.category),

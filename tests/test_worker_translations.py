@@ -47,6 +47,9 @@ WORKER_FACING = [
     "annotation/views.py",
     "providers",  # MTurk's and Prolific's pages included
     "djangokit/text_input.py",
+    # Why an image a worker gave (a URL, an upload) was refused.
+    "datasets_app/image_urls.py",
+    "datasets_app/services.py",
 ]
 SKIP_DIRS = {"migrations", "management", "__pycache__"}
 

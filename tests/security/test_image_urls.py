@@ -108,6 +108,27 @@ def test_worker_submissions_with_a_non_public_image_url_are_refused(url):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("url, expected", [
+    ("http://127.0.0.1:5432/", "画像の URL が公開されていないアドレスを指しています（127.0.0.1: 127.0.0.1 はループバックアドレスです）"),
+    ("ftp://images.example.org/a.png", "http(s) の URL ではありません: 'ftp://images.example.org/a.png'"),
+    ("https://nowhere.example.org/a.png", "画像の URL のホスト（nowhere.example.org）が見つかりません"),
+])
+def test_a_worker_reading_japanese_is_told_in_japanese_why_an_image_url_was_refused(url, expected):
+    """Fails where the reason stays in English inside the Japanese sentence around it."""
+    client = APIClient()
+    client.force_login(make_worker_user())
+    # A Japanese round: a worker who listed no languages reads crowdbench's text in the round's.
+    round = make_round(task_type="instruction_generation", targets=[make_family()], language="ja")
+    assignment = client.post(reverse("annotation-api:next", args=[round.pk])).json()["assignment"]
+    response = client.post(reverse("annotation-api:submit", args=[assignment["id"]]), {
+        "instruction": "何が写っていますか?", "image_url": url, "license": "CC0-1.0", "creator": "Jane",
+        "source_url": "https://openverse.org/image/1"}, format="json")
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert expected in detail and "is not a valid image URL" not in detail, detail
+
+
+@pytest.mark.django_db
 def test_worker_submission_with_a_public_url_with_spaces_is_accepted():
     client = APIClient()
     client.force_login(make_worker_user())
