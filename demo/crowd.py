@@ -29,7 +29,7 @@ MEDIAN_SECONDS = 45.0
 
 @dataclass
 class DemoCrowdReport:
-    workers: int = 0
+    workers: int = 0  # the workers who submitted at least one task now
     submitted: dict[str, int] = field(default_factory=dict)  # round key -> tasks submitted now
     completed_items: dict[str, str] = field(default_factory=dict)  # round key -> "done of items"
 
@@ -70,12 +70,20 @@ def complete_demo_rounds(*, rounds: dict[str, CollectionRound], seed: int = 0,
     nothing left to do. Returns what was done."""
     rng = random.Random(seed)
     workers = _crowd_workers(crowd_size)
-    report = DemoCrowdReport(workers=len(workers))
+    report = DemoCrowdReport()
+    submitting = set()
     for key in COMPLETED_ROUNDS:
         round = rounds.get(key)
         if round is None or round.status != CollectionRound.Status.OPEN:
             continue
-        report.submitted[key] = sum(_work_round(round=round, worker=worker, rng=rng) for worker in workers)
+        report.submitted[key] = 0
+        for worker in workers:
+            done = _work_round(round=round, worker=worker, rng=rng)
+            report.submitted[key] += done
+            if done:
+                submitting.add(worker.pk)
         items = round.items.all()
         report.completed_items[key] = f"{items.filter(completed_at__isnull=False).count()} of {items.count()}"
+    # The last workers may find every item done before their turn: only those who worked are counted.
+    report.workers = len(submitting)
     return report
