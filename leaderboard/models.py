@@ -27,6 +27,9 @@ class SubmissionPolicy(models.Model):
         help_text="The most one submission's judging may spend, in USD.")
     updated_at = models.DateTimeField(auto_now=True)
 
+    class Meta:
+        verbose_name_plural = "submission policies"
+
     def __str__(self) -> str:
         return f"submission policy of {self.project}"
 

@@ -92,6 +92,7 @@ class LLMRun(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "LLM run"
 
     def __str__(self) -> str:
         return self.name
@@ -136,6 +137,7 @@ class LLMCall(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "LLM call"
         indexes = [models.Index(fields=["request_hash"], name="llm_call_request_hash")]
         constraints = [
             # Failures may repeat; a success is stored once and served from here afterwards.

@@ -109,6 +109,7 @@ class ApiTokenName(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "name"], name="one_api_token_name_per_user")]
+        verbose_name = "API token name"
 
     def __str__(self) -> str:
         return self.name

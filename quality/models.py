@@ -25,6 +25,7 @@ class WorkerQuality(models.Model):
     class Meta:
         ordering = ["round_id", "worker_id"]
         constraints = [models.UniqueConstraint(fields=["round", "worker"], name="worker_quality_per_round")]
+        verbose_name_plural = "worker quality"
 
     def __str__(self) -> str:
         return f"quality of worker {self.worker_id} in round {self.round_id}"
@@ -38,6 +39,9 @@ class RoundQuality(models.Model):
     weighted_differs = models.PositiveIntegerField(
         default=0, help_text="Items whose reliability-weighted label differs from a decided majority.")
     computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "round quality"
 
     def __str__(self) -> str:
         return f"quality of round {self.round_id}"

@@ -47,6 +47,7 @@ def test_owner_makes_a_release_and_members_download_every_file_intact(client, re
     counts = page.split('class="data compact counts"')[1].split("</table>")[0]
     assert f'<th scope="row">Battles</th><td>{release.counts["battles"]}</td>' in counts
     assert "<th scope=\"row\">Instances left out</th>" in counts and "_left_out" not in counts and "{&#x27;" not in counts
+    assert '<th scope="row">IRR items left out</th>' in counts and "Irr" not in counts
     sums = downloaded(client.get(reverse("cockpit:release-file", args=["study-a", release.pk, "SHA256SUMS"])))
     listed = dict(reversed(line.split("  ", 1)) for line in sums.decode().splitlines())
     assert set(listed) == set(release.files) and listed
