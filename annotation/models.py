@@ -91,6 +91,11 @@ class Worker(models.Model):
     def __str__(self) -> str:
         return f"{self.provider}:{self.external_id}"
 
+    @property
+    def language_names(self) -> list[str]:
+        """The languages the worker listed, by name in the active language ("English", "日本語")."""
+        return [str(Language(code).label) if code in Language.values else code for code in self.languages or []]
+
 
 class Qualification(models.Model):
     """A worker allowed onto a project's rounds that ask for qualified workers (``qualified_only``).

@@ -59,6 +59,18 @@ def test_worker_sets_languages_on_the_settings_page():
     assert get_or_create_local_worker(user=user).languages == []
 
 
+def test_the_work_list_names_the_workers_languages_in_the_page_language():
+    user = make_worker_user()
+    client = client_for(user)
+    client.post("/work/settings/", {"languages": ["ja", "en"]})
+    page = client.get("/work/").content.decode()
+    assert '<span class="language">English</span>, <span class="language">Japanese</span>' in page
+    client.post("/work/settings/", {"languages": ["ja", "en"], "page_language": "ja"})
+    page = client.get("/work/").content.decode()
+    assert '<span class="language">英語</span>, <span class="language">日本語</span>' in page
+    assert '<span class="language">en</span>' not in page
+
+
 def test_unknown_language_is_refused_and_changes_nothing():
     user = make_worker_user()
     worker = set_worker_languages(worker=get_or_create_local_worker(user=user), languages=["en"])
