@@ -12,7 +12,7 @@ from rest_framework.reverse import reverse
 from projects.models import Project, Release
 from projects.selectors import projects_for_user, releases_for_user, role_of
 from releases_app.files import SUMS_FILE
-from releases_app.services import make_release, open_release_file, release_folder
+from releases_app.services import make_release, open_release_file, release_archive, release_folder
 from stats import irr
 
 from .access import ProjectSlugField, ResearcherAPIMixin, owned_project
@@ -116,3 +116,15 @@ class ReleaseViewSet(ResearcherAPIMixin, mixins.CreateModelMixin, viewsets.ReadO
         release = self.get_object()
         handle = open_release_file(release=release, relative=path)
         return FileResponse(handle, as_attachment=True, filename=path.rsplit("/", 1)[-1])
+
+    @extend_schema(responses={
+        (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY),
+        409: OpenApiResponse(description="A file on disk no longer matches the checksum recorded when the "
+                                         "release was made; the archive is not served."),
+    })
+    def archive(self, request, pk=None):
+        """The whole release as one zip file: every file it lists and its SHA256SUMS, under one folder
+        NAME-VERSION, checked as the single files are."""
+        release = self.get_object()
+        return FileResponse(release_archive(release=release), as_attachment=True,
+                            filename=f"{release.name}-{release.version}.zip", content_type="application/zip")

@@ -49,6 +49,8 @@ urlpatterns = [
     # A release's files keep their own names (no trailing slash), e.g. /api/releases/1/files/SHA256SUMS
     path("releases/<int:pk>/files/<path:path>", projects.ReleaseViewSet.as_view({"get": "download"}),
          name="release-download"),
+    path("releases/<int:pk>/archive.zip", projects.ReleaseViewSet.as_view({"get": "archive"}),
+         name="release-archive"),
     # Leaderboard submissions: outside submitters' tokens reach these paths only.
     path("leaderboard/<slug:slug>/", leaderboard.LeaderboardView.as_view(), name="leaderboard"),
     path("leaderboard/<slug:slug>/instances/", leaderboard.TestSetView.as_view(), name="leaderboard-instances"),

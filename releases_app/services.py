@@ -20,6 +20,7 @@ import os
 import shutil
 import stat
 import tempfile
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,6 +174,31 @@ def open_release_file(*, release: Release, relative: str) -> BinaryIO:
             "recorded when the release was made, so it is not served: the release's folder was changed on disk. "
             "Restore the file from a copy of the release, or make a new release.")
     return handle
+
+
+# An archive this large or smaller is built in memory; a larger one spills to a temporary file.
+ARCHIVE_IN_MEMORY_BYTES = 32 * 1024 * 1024
+
+
+def release_archive(*, release: Release) -> BinaryIO:
+    """The whole release as one zip file, opened for reading: every file it recorded and
+    ``SHA256SUMS``, under one folder named ``NAME-VERSION`` with the release's own layout, so that
+    ``sha256sum -c SHA256SUMS`` and ``datasets.load_dataset`` work on the folder it unpacks to. Each
+    file is checked as ``open_release_file`` checks it; one changed on disk refuses the whole
+    archive (``ReleaseFileChanged``)."""
+    folder = f"{release.name}-{release.version}"
+    archive = tempfile.SpooledTemporaryFile(max_size=ARCHIVE_IN_MEMORY_BYTES)
+    try:
+        with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as writer:
+            for relative in [*sorted(release.files), SUMS_FILE]:
+                with open_release_file(release=release, relative=relative) as handle:
+                    with writer.open(f"{folder}/{relative}", "w", force_zip64=True) as member:
+                        shutil.copyfileobj(handle, member, 1024 * 1024)
+        archive.seek(0)
+    except BaseException:
+        archive.close()
+        raise
+    return archive
 
 
 def _content_problem(release: Release, relative: str, handle: BinaryIO) -> str | None:

@@ -21,7 +21,7 @@ from evaluation.stored_results import ResultsComputing, recompute_now, stored_ir
 from kernel.errors import ServiceError
 from projects.errors import ReleaseExists
 from quality.selectors import worker_labels
-from releases_app.services import make_release, open_release_file, release_folder
+from releases_app.services import make_release, open_release_file, release_archive, release_folder
 
 from ..access import is_owner, owned_project_for, project_for, researcher_required
 from ..forms import IRRQuery, LeaderboardQuery, ReleaseForm, cleaned_query
@@ -175,6 +175,17 @@ def release_download(request, slug: str, release_id: int, relative: str):
                         filename=f"{release.name}-{release.version}-{relative.rsplit('/', 1)[-1]}")
 
 
+@researcher_required
+def release_archive_download(request, slug: str, release_id: int):
+    """The whole release as one zip file, unpacking to the release's folder."""
+    project = project_for(request, slug)
+    release = project.releases.filter(pk=release_id).first()
+    if release is None:
+        raise Http404("No such release in this project.")
+    return FileResponse(release_archive(release=release), as_attachment=True,
+                        filename=f"{release.name}-{release.version}.zip", content_type="application/zip")
+
+
 urlpatterns = [
     path("<slug:slug>/results/", results, name="results"),
     path("<slug:slug>/results/leaderboard.json", leaderboard_json, name="leaderboard-json"),
@@ -185,4 +196,5 @@ urlpatterns = [
     path("<slug:slug>/results/irr-<slug:name>.png", irr_plot, name="irr-plot"),
     path("<slug:slug>/releases/", releases, name="releases"),
     path("<slug:slug>/releases/<int:release_id>/files/<path:relative>", release_download, name="release-file"),
+    path("<slug:slug>/releases/<int:release_id>.zip", release_archive_download, name="release-archive"),
 ]

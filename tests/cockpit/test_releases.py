@@ -1,6 +1,9 @@
 """Releases in the cockpit: owners make them from a form, members list and download them; a release is
 made once per name and version, its files come back byte for byte, and no other file can be reached."""
 import hashlib
+import io
+import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -159,3 +162,64 @@ def test_a_release_file_edited_on_disk_is_refused_and_logged(client, researcher,
     intact = client.get(reverse("cockpit:release-file", args=["study-a", release.pk, "README.md"]))
     assert hashlib.sha256(downloaded(intact)).hexdigest() == release.files["README.md"]["sha256"]
     assert api.get(f"/api/releases/{release.pk}/files/README.md").status_code == 200
+
+
+def test_the_whole_release_downloads_as_one_zip_that_unpacks_to_a_folder_its_users_can_check_and_load(
+        client, researcher, collaborator, data, tmp_path, load_offline):
+    client.force_login(researcher)
+    make(client)
+    release = Release.objects.get()
+    client.force_login(collaborator)
+    page = client.get(reverse("cockpit:releases", args=["study-a"])).content.decode()
+    address = reverse("cockpit:release-archive", args=["study-a", release.pk])
+    assert address in page
+    response = client.get(address)
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    assert 'filename="study-1.0.0.zip"' in response["Content-Disposition"]
+    archive = tmp_path / "study-1.0.0.zip"
+    archive.write_bytes(downloaded(response))
+    with zipfile.ZipFile(archive) as unpacked:
+        names = unpacked.namelist()
+        unpacked.extractall(tmp_path / "unpacked")
+    assert sorted(names) == sorted(f"study-1.0.0/{name}" for name in [*release.files, "SHA256SUMS"])
+    folder = tmp_path / "unpacked" / "study-1.0.0"
+    checked = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=folder, capture_output=True, text=True)
+    assert checked.returncode == 0 and checked.stdout.count(": OK") == len(release.files), checked.stdout
+    battles = load_offline(folder, "battles")["battles"]
+    assert len(battles) == release.counts["battles"] > 0
+
+    # The API serves the same archive to a member's token.
+    from tests.api.conftest import token_client
+
+    answer = token_client(collaborator).get(f"/api/releases/{release.pk}/archive.zip")
+    assert answer.status_code == 200 and answer["Content-Type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(downloaded(answer))) as again:
+        assert sorted(again.namelist()) == sorted(names)
+
+
+def test_a_release_with_a_file_changed_on_disk_is_not_served_as_an_archive(client, researcher, data, caplog):
+    client.force_login(researcher)
+    make(client)
+    release = Release.objects.get()
+    edited = Path(release.directory) / "README.md"
+    edited.chmod(0o644)
+    edited.write_text(edited.read_text() + "\nedited\n")
+    response = client.get(reverse("cockpit:release-archive", args=["study-a", release.pk]))
+    assert response.status_code == 409 and not response.streaming
+    assert "README.md" in response.content.decode() and "does not match" in response.content.decode()
+    from tests.api.conftest import token_client
+
+    answer = token_client(researcher).get(f"/api/releases/{release.pk}/archive.zip")
+    assert answer.status_code == 409 and "README.md" in answer.json()["detail"]
+
+
+def test_an_archive_of_a_release_of_another_project_is_not_found(client, researcher, make_researcher, data):
+    client.force_login(researcher)
+    make(client)
+    release = Release.objects.get()
+    outsider = make_researcher("outsider")
+    client.force_login(outsider)
+    assert client.get(reverse("cockpit:release-archive", args=["study-a", release.pk])).status_code in (403, 404)
+    from tests.api.conftest import token_client
+
+    assert token_client(outsider).get(f"/api/releases/{release.pk}/archive.zip").status_code == 404
