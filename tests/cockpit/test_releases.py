@@ -223,3 +223,14 @@ def test_an_archive_of_a_release_of_another_project_is_not_found(client, researc
     from tests.api.conftest import token_client
 
     assert token_client(outsider).get(f"/api/releases/{release.pk}/archive.zip").status_code == 404
+
+
+@pytest.mark.database_sensitive  # ids beyond the column's range: PostgreSQL refuses them in SQL
+@pytest.mark.parametrize("release_id", ["0", "2147483648", "9223372036854775808", "99999999999999999999999"])
+def test_a_forged_release_id_for_an_archive_is_not_found(client, researcher, data, release_id):
+    from tests.api.conftest import token_client
+
+    client.force_login(researcher)
+    make(client)
+    assert client.get(f"/projects/study-a/releases/{release_id}.zip").status_code == 404
+    assert token_client(researcher).get(f"/api/releases/{release_id}/archive.zip").status_code == 404
