@@ -164,12 +164,17 @@ def releases(request, slug: str):
     }, status=status if form.errors else 200)
 
 
-@researcher_required
-def release_download(request, slug: str, release_id: int, relative: str):
-    project = project_for(request, slug)
-    release = project.releases.filter(pk=release_id).first()
+def _release_of(request, slug: str, release_id: int):
+    """The release of a project the researcher may read, or 404."""
+    release = project_for(request, slug).releases.filter(pk=release_id).first()
     if release is None:
         raise Http404("No such release in this project.")
+    return release
+
+
+@researcher_required
+def release_download(request, slug: str, release_id: int, relative: str):
+    release = _release_of(request, slug, release_id)
     handle = open_release_file(release=release, relative=relative)
     return FileResponse(handle, as_attachment=True,
                         filename=f"{release.name}-{release.version}-{relative.rsplit('/', 1)[-1]}")
@@ -178,10 +183,7 @@ def release_download(request, slug: str, release_id: int, relative: str):
 @researcher_required
 def release_archive_download(request, slug: str, release_id: int):
     """The whole release as one zip file, unpacking to the release's folder."""
-    project = project_for(request, slug)
-    release = project.releases.filter(pk=release_id).first()
-    if release is None:
-        raise Http404("No such release in this project.")
+    release = _release_of(request, slug, release_id)
     return FileResponse(release_archive(release=release), as_attachment=True,
                         filename=f"{release.name}-{release.version}.zip", content_type="application/zip")
 
