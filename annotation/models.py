@@ -481,6 +481,16 @@ class AssignmentQuerySet(models.QuerySet):
                 expires_at__gt=Now()),
         ).exclude(review_status=Assignment.ReviewStatus.REJECTED)
 
+    def holding_a_slot_at(self, now):
+        """``holding_a_slot`` once the holds past their time limit at ``now`` are let go (the engine
+        expires them on its next look, ``expire_stale_assignments``)."""
+        return self.holding_a_slot().exclude(status=Assignment.Status.ASSIGNED, expires_at__lte=now)
+
+    def without_lapsed_looks(self, now):
+        """Without the looks at a task that ran out by ``now`` before the worker started it: no claim on
+        the item (``expire_stale_assignments`` deletes them)."""
+        return self.exclude(in_preview=True, status=Assignment.Status.ASSIGNED, expires_at__lte=now)
+
     def submitted(self):
         return self.filter(status=Assignment.Status.SUBMITTED)
 

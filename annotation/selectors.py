@@ -121,8 +121,7 @@ def tasks_held_by_others(*, round: CollectionRound, worker: Worker) -> int:
     worker's open task: the worker may get one once a hold runs out or is given back."""
     now = timezone.now()
     live = Assignment.objects.filter(status=Assignment.Status.ASSIGNED, expires_at__gt=now)
-    mine = (Assignment.objects.filter(worker=worker, round=round)
-            .exclude(in_preview=True, status=Assignment.Status.ASSIGNED, expires_at__lte=now).values("item"))
+    mine = Assignment.objects.filter(worker=worker, round=round).without_lapsed_looks(now).values("item")
     return (WorkItem.objects.filter(round=round, completed_at__isnull=True)
             .exclude(pk__in=mine)
             .annotate(live=_count_subquery(live.filter(item=OuterRef("pk")), group_by="item"))
@@ -179,11 +178,10 @@ def work_list_for_worker(*, worker: Worker) -> list[WorkOffer]:
         return []
     now = timezone.now()
     # Assignments past their time limit are expired on the next request: they hold no slot here either.
-    holding = Assignment.objects.holding_a_slot().exclude(status=Assignment.Status.ASSIGNED, expires_at__lte=now)
+    holding = Assignment.objects.holding_a_slot_at(now)
     # A look at a task that ran out before the worker started it is no claim on the item (it is
     # removed on the next request, ``expire_stale_assignments``).
-    worker_items = (Assignment.objects.filter(worker=worker)
-                    .exclude(in_preview=True, status=Assignment.Status.ASSIGNED, expires_at__lte=now).values("item"))
+    worker_items = Assignment.objects.filter(worker=worker).without_lapsed_looks(now).values("item")
     free_items = (
         WorkItem.objects.filter(round=OuterRef("pk"), completed_at__isnull=True)
         .exclude(settled_items_of_any_type())

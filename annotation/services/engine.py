@@ -52,9 +52,10 @@ def expire_stale_assignments(*, round: CollectionRound | None = None, now: datet
 ROWS_IN_HAND = ["round", "item", "worker"]
 
 
-def _slots_taken_subquery():
+def _slots_taken_subquery(holds=None):
+    """The slots each item (the outer row) holds: ``holds``, ``holding_a_slot`` by default."""
     held = (
-        Assignment.objects.holding_a_slot()
+        (Assignment.objects.holding_a_slot() if holds is None else holds)
         .filter(item=OuterRef("pk"))
         .order_by()
         .values("item")
@@ -210,15 +211,12 @@ def _any_slot_for(*, round: CollectionRound, worker: Worker, now: datetime) -> b
 
 
 def _build_an_item_with_a_slot(task_type: str, round_id: int, worker_id: int, needed: int, now: datetime):
-    live = Assignment.objects.holding_a_slot().exclude(status=Assignment.Status.ASSIGNED, expires_at__lte=now)
-    held = live.filter(item=OuterRef("pk")).order_by().values("item").annotate(taken=Count("pk")).values("taken")
-    mine = (Assignment.objects.filter(worker=worker_id, round=round_id)
-            .exclude(in_preview=True, status=Assignment.Status.ASSIGNED, expires_at__lte=now).values("item"))
+    mine = Assignment.objects.filter(worker=worker_id, round=round_id).without_lapsed_looks(now).values("item")
     return (
         wanted_items(WorkItem.objects.filter(round=round_id, completed_at__isnull=True),
                      handler=get_task_type(task_type))
         .exclude(pk__in=mine)
-        .annotate(taken=Coalesce(Subquery(held, output_field=IntegerField()), Value(0)))
+        .annotate(taken=_slots_taken_subquery(Assignment.objects.holding_a_slot_at(now)))
         .filter(taken__lt=needed)
         .order_by()
         .values_list("pk", flat=True)[:1]
